@@ -1,0 +1,302 @@
+import { EchoMQError } from './errors.js';
+import { isErrorCode } from './codes.js';
+import type { JobState, Keys } from './keys.js';
+import { runPipelined, Script, type RedisClient, type ScriptArg, type ScriptCall } from './script.js';
+
+/** Every script of `lua/`, one instance each for the process: read and hashed once. */
+export const SCRIPTS = {
+  addJob: new Script('addJob', 9),
+  moveToActive: new Script('moveToActive', 11),
+  moveToFinished: new Script('moveToFinished', 14),
+  retryJob: new Script('retryJob', 12),
+  extendLock: new Script('extendLock', 2),
+  extendLocks: new Script('extendLocks', 1),
+  moveStalledJobsToWait: new Script('moveStalledJobsToWait', 8),
+  pause: new Script('pause', 6),
+  updateProgress: new Script('updateProgress', 2),
+  addLog: new Script('addLog', 2),
+  removeJob: new Script('removeJob', 10),
+  reprocessJob: new Script('reprocessJob', 9),
+  cleanJobsInSet: new Script('cleanJobsInSet', 2),
+  drain: new Script('drain', 5),
+  obliterate: new Script('obliterate', 2),
+} as const;
+
+export type ScriptName = keyof typeof SCRIPTS;
+
+/** What a pickup (moveToActive-11, or fetch-next in moveToFinished-14) answered. */
+export interface Pickup {
+  /** The job taken into active, or undefined when none was. */
+  job?: { id: string; fields: string[] };
+  /** When the next delayed job is due (ms timestamp), or 0. */
+  nextDelayedAt: number;
+  /** How long the rate limiter holds pickups back (ms), or 0. */
+  rateLimitedFor: number;
+}
+
+export interface RateLimit {
+  max: number;
+  duration: number;
+}
+
+export interface NewJob {
+  customId?: string;
+  name: string;
+  data: string;
+  opts: string;
+  timestamp: number;
+  delay: number;
+  priority: number;
+  lifo: boolean;
+}
+
+export interface Finish {
+  jobId: string;
+  token: string;
+  timestamp: number;
+  outcome: 'completed' | 'failed';
+  /** The returnvalue JSON when completed, the failedReason when failed. */
+  value: string;
+  stacktrace: string;
+  keepCount: number;
+  keepAgeMs: number;
+  /** Set to take the next job in the same call. */
+  next?: { token: string; lockDuration: number };
+}
+
+export interface Retry {
+  jobId: string;
+  token: string;
+  timestamp: number;
+  delay: number;
+  failedReason: string;
+  stacktrace: string;
+}
+
+export interface SweepResult {
+  movedToWait: Array<{ jobId: string; stalledCount: number }>;
+  movedToFailed: Array<{ jobId: string; stalledCount: number }>;
+}
+
+/** A failure reported by extendLocks-1. */
+export interface LockFailure {
+  jobId: string;
+  code: -2 | -6;
+}
+
+/**
+ * Scripts: the typed bindings of one queue's scripts. Each method builds its KEYS array in exactly
+ * one place, from `Keys`, and turns a negative code into an `EchoMQError`.
+ */
+export class Scripts {
+  constructor(
+    readonly client: RedisClient,
+    readonly keys: Keys,
+    readonly maxEvents: number,
+    readonly rateLimit?: RateLimit,
+  ) {}
+
+  addJobCall(job: NewJob): ScriptCall {
+    const k = this.keys;
+    return {
+      script: SCRIPTS.addJob,
+      keys: [k.wait, k.paused, k.meta, k.id, k.delayed, k.prioritized, k.pc, k.marker, k.events],
+      args: [k.base, job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay,
+        job.priority, job.lifo ? '1' : '0', this.maxEvents],
+    };
+  }
+
+  /** Adds a job; `created` is false when the custom id already existed (nothing was written). */
+  async addJob(job: NewJob): Promise<{ jobId: string; created: boolean }> {
+    return parseAdded(await this.call(this.addJobCall(job)));
+  }
+
+  /** Adds many jobs in one round trip; results in order, an Error in place of a failed add. */
+  async addJobs(jobs: NewJob[]): Promise<Array<{ jobId: string; created: boolean } | Error>> {
+    const replies = await runPipelined(this.client, jobs.map((job) => this.addJobCall(job)));
+    return replies.map(([error, reply]) => error ?? parseAdded(reply));
+  }
+
+  async moveToActive(token: string, lockDuration: number, timestamp: number): Promise<Pickup> {
+    const limit = this.rateLimit;
+    const reply = await this.call({
+      script: SCRIPTS.moveToActive,
+      keys: this.pickupKeys(),
+      args: [this.keys.base, token, lockDuration, timestamp, this.maxEvents, limit?.max ?? 0, limit?.duration ?? 0],
+    });
+    return parsePickup(reply);
+  }
+
+  /** Finishes a job; returns the next job's pickup when `finish.next` asked for one. */
+  async moveToFinished(finish: Finish): Promise<Pickup> {
+    const k = this.keys;
+    const limit = this.rateLimit;
+    const reply = await this.call({
+      script: SCRIPTS.moveToFinished,
+      keys: [...this.pickupKeys(), k.state(finish.outcome), k.job(finish.jobId), k.lock(finish.jobId)],
+      args: [finish.jobId, finish.token, finish.timestamp, finish.outcome, finish.value, finish.stacktrace,
+        finish.keepCount, finish.keepAgeMs, finish.next ? '1' : '0', k.base, finish.next?.token ?? '',
+        finish.next?.lockDuration ?? 0, this.maxEvents, limit?.max ?? 0, limit?.duration ?? 0],
+    });
+    this.throwIfCode(reply, finish.jobId, SCRIPTS.moveToFinished);
+    return parsePickup(reply);
+  }
+
+  async retryJob(retry: Retry): Promise<void> {
+    const k = this.keys;
+    const reply = await this.call({
+      script: SCRIPTS.retryJob,
+      keys: [k.active, k.wait, k.paused, k.meta, k.prioritized, k.pc, k.marker, k.delayed, k.events,
+        k.stalled, k.job(retry.jobId), k.lock(retry.jobId)],
+      args: [retry.jobId, retry.token, retry.timestamp, retry.delay, retry.failedReason, retry.stacktrace, this.maxEvents],
+    });
+    this.throwIfCode(reply, retry.jobId, SCRIPTS.retryJob);
+  }
+
+  /** The seed's single-job heartbeat: true when renewed, false when the token no longer holds the lock. */
+  async extendLock(jobId: string, token: string, duration: number): Promise<boolean> {
+    const reply = await this.call({
+      script: SCRIPTS.extendLock,
+      keys: [this.keys.lock(jobId), this.keys.stalled],
+      args: [token, duration, jobId],
+    });
+    return reply === 1;
+  }
+
+  /** One extendLocks-1 call for `pairs` (jobId, token); used by the LockManager's pipelined tick. */
+  extendLocksCall(pairs: Array<[string, string]>, duration: number): ScriptCall {
+    const args: ScriptArg[] = [this.keys.base, duration];
+    for (const [jobId, token] of pairs) args.push(jobId, token);
+    return { script: SCRIPTS.extendLocks, keys: [this.keys.stalled], args };
+  }
+
+  async moveStalledJobsToWait(maxStalledCount: number, timestamp: number, stalledInterval: number): Promise<SweepResult> {
+    const k = this.keys;
+    const reply = (await this.call({
+      script: SCRIPTS.moveStalledJobsToWait,
+      keys: [k.stalled, k.wait, k.active, k.failed, k.stalledCheck, k.meta, k.paused, k.events],
+      args: [maxStalledCount, k.base, timestamp, stalledInterval, this.maxEvents],
+    })) as [string[], string[]];
+    return { movedToWait: pairsOf(reply[0]), movedToFailed: pairsOf(reply[1]) };
+  }
+
+  /** Pauses or resumes; true when the state changed. */
+  async pause(action: 'pause' | 'resume'): Promise<boolean> {
+    const k = this.keys;
+    const reply = await this.call({
+      script: SCRIPTS.pause,
+      keys: [k.wait, k.paused, k.meta, k.prioritized, k.marker, k.events],
+      args: [action, this.maxEvents],
+    });
+    return reply === 1;
+  }
+
+  async updateProgress(jobId: string, progress: string): Promise<void> {
+    const reply = await this.call({
+      script: SCRIPTS.updateProgress,
+      keys: [this.keys.job(jobId), this.keys.events],
+      args: [jobId, progress, this.maxEvents],
+    });
+    this.throwIfCode(reply, jobId, SCRIPTS.updateProgress);
+  }
+
+  /** Appends a log line; returns how many lines the job keeps. */
+  async addLog(jobId: string, line: string, keep: number): Promise<number> {
+    const reply = await this.call({
+      script: SCRIPTS.addLog,
+      keys: [this.keys.job(jobId), this.keys.logs(jobId)],
+      args: [line, keep],
+    });
+    this.throwIfCode(reply, jobId, SCRIPTS.addLog);
+    return reply as number;
+  }
+
+  /** Removes a job: 'removed', 'locked' (a worker holds it; nothing changed) or 'missing'. */
+  async removeJob(jobId: string): Promise<'removed' | 'locked' | 'missing'> {
+    const k = this.keys;
+    const reply = await this.call({
+      script: SCRIPTS.removeJob,
+      keys: [k.wait, k.paused, k.active, k.prioritized, k.delayed, k.completed, k.failed, k.stalled, k.events, k.job(jobId)],
+      args: [jobId, this.maxEvents],
+    });
+    return reply === 1 ? 'removed' : reply === 0 ? 'locked' : 'missing';
+  }
+
+  async reprocessJob(jobId: string, from: 'failed' | 'completed'): Promise<void> {
+    const k = this.keys;
+    const reply = await this.call({
+      script: SCRIPTS.reprocessJob,
+      keys: [k.job(jobId), k.state(from), k.wait, k.paused, k.meta, k.prioritized, k.pc, k.marker, k.events],
+      args: [jobId, this.maxEvents],
+    });
+    this.throwIfCode(reply, jobId, SCRIPTS.reprocessJob, `it is not in ${from}`);
+  }
+
+  async cleanJobsInSet(state: JobState, cutoff: number, limit: number): Promise<string[]> {
+    return (await this.call({
+      script: SCRIPTS.cleanJobsInSet,
+      keys: [this.keys.state(state), this.keys.events],
+      args: [this.keys.base, cutoff, limit, this.maxEvents],
+    })) as string[];
+  }
+
+  /** One drain batch; returns how many jobs are left to remove. */
+  async drain(withDelayed: boolean): Promise<number> {
+    const k = this.keys;
+    return (await this.call({
+      script: SCRIPTS.drain,
+      keys: [k.wait, k.paused, k.prioritized, k.delayed, k.events],
+      args: [k.base, withDelayed ? '1' : '0', this.maxEvents],
+    })) as number;
+  }
+
+  /** One obliterate batch: 1 done, 0 more to do, -3 refused because jobs are active. */
+  async obliterate(force: boolean): Promise<number> {
+    return (await this.call({
+      script: SCRIPTS.obliterate,
+      keys: [this.keys.meta, this.keys.active],
+      args: [this.keys.base, force ? '1' : '0'],
+    })) as number;
+  }
+
+  private pickupKeys(): string[] {
+    const k = this.keys;
+    return [k.wait, k.active, k.prioritized, k.events, k.stalled, k.limiter, k.delayed, k.paused, k.meta, k.pc, k.marker];
+  }
+
+  private call(call: ScriptCall): Promise<unknown> {
+    return call.script.run(this.client, call.keys, call.args);
+  }
+
+  private throwIfCode(reply: unknown, jobId: string, script: Script, context?: string): void {
+    if (isErrorCode(reply)) throw new EchoMQError(reply, jobId, script.fileName, reply === -3 ? context : undefined);
+  }
+}
+
+function parseAdded(reply: unknown): { jobId: string; created: boolean } {
+  const [jobId, created] = reply as [string, number];
+  return { jobId: String(jobId), created: created === 1 };
+}
+
+export function parsePickup(reply: unknown): Pickup {
+  const [jobId, fields, nextDelayedAt, rateLimitedFor] = reply as [string | number, string[], number, number];
+  return {
+    job: jobId === 0 ? undefined : { id: String(jobId), fields },
+    nextDelayedAt: Number(nextDelayedAt),
+    rateLimitedFor: Number(rateLimitedFor),
+  };
+}
+
+/** Parses extendLocks-1's flat failure array. */
+export function parseLockFailures(reply: unknown): LockFailure[] {
+  const flat = reply as Array<string | number>;
+  const failures: LockFailure[] = [];
+  for (let i = 0; i < flat.length; i += 2) failures.push({ jobId: String(flat[i]), code: Number(flat[i + 1]) as -2 | -6 });
+  return failures;
+}
+
+function pairsOf(flat: Array<string | number>): Array<{ jobId: string; stalledCount: number }> {
+  const pairs: Array<{ jobId: string; stalledCount: number }> = [];
+  for (let i = 0; i < flat.length; i += 2) pairs.push({ jobId: String(flat[i]), stalledCount: Number(flat[i + 1]) });
+  return pairs;
+}

@@ -1,0 +1,65 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { RedisClient } from '../protocol/script.js';
+
+/**
+ * What every Queue, Worker and QueueEvents accepts as `connection`: an existing ioredis instance
+ * (Redis or Cluster), ioredis options, or a `redis://` URL. An instance given by the caller is
+ * shared and never closed by EchoMQ; one EchoMQ creates it also closes.
+ */
+export type ConnectionInput = Redis | Cluster | RedisOptions | string;
+
+/** A connection and whether EchoMQ owns it (so must close it). */
+export interface OwnedClient {
+  client: RedisClient;
+  owned: boolean;
+}
+
+export function isClient(value: unknown): value is RedisClient {
+  return value instanceof Redis || value instanceof Cluster;
+}
+
+/**
+ * EchoMQ's own connections never give up on a command while Redis is away
+ * (maxRetriesPerRequest: null): a worker's finish must wait for Redis to come back, not fail.
+ */
+const RESILIENT: RedisOptions = { maxRetriesPerRequest: null };
+
+/** The shared (non-blocking) connection: the caller's instance as is, or a new one. */
+export function connect(input: ConnectionInput | undefined): OwnedClient {
+  if (isClient(input)) return { client: input, owned: false };
+  return { client: create(input), owned: true };
+}
+
+/**
+ * A connection of its own, for a blocking command (BZPOPMIN, XREAD BLOCK) that would stall every
+ * other command on a shared one. From an instance it is a duplicate with the same options.
+ */
+export function connectBlocking(input: ConnectionInput | undefined): RedisClient {
+  if (input instanceof Cluster) return input.duplicate() as RedisClient;
+  if (input instanceof Redis) return input.duplicate(RESILIENT) as RedisClient;
+  return create(input);
+}
+
+function create(input: RedisOptions | string | undefined): Redis {
+  if (typeof input === 'string') return new Redis(input, RESILIENT);
+  return new Redis({ ...input, ...RESILIENT });
+}
+
+/** Closes a connection EchoMQ owns; QUIT when it is up, else just drops it. */
+export async function closeClient(client: RedisClient): Promise<void> {
+  if (client.status === 'end') return;
+  try {
+    if (client.status === 'ready') await client.quit();
+    else dropClient(client);
+  } catch {
+    dropClient(client);
+  }
+}
+
+/**
+ * Drops a connection at once (a blocked command is abandoned). Only once: a second disconnect()
+ * on a closed ioredis stream leaves a 2 s timer behind that holds the process open.
+ */
+export function dropClient(client: RedisClient): void {
+  if (client.status !== 'end') client.disconnect();
+}

@@ -1,0 +1,175 @@
+import { v4 as uuid } from 'uuid';
+import { EchoMQError } from '../protocol/errors.js';
+import type { Finish, Pickup, Scripts } from '../protocol/scripts.js';
+import { CorruptJobError, Job, type JobContext } from './job.js';
+import { LockLostError, type WorkerLocks } from './lock-manager.js';
+import { backoffDelay, keepRule } from './options.js';
+import { toJson } from './serialize.js';
+import { UnrecoverableError } from './unrecoverable-error.js';
+
+/** What a processor gets besides the job. */
+export interface ProcessorContext {
+  /** The lock token of this ownership of the job. */
+  token: string;
+  /** Aborted when the lock is lost (reason: LockLostError) or the worker closes without waiting. */
+  signal: AbortSignal;
+}
+
+export type Processor<Data = unknown, Result = unknown> = (job: Job<Data, Result>, context: ProcessorContext) => Promise<Result> | Result;
+
+/** A job just taken into active, with the token that holds its lock. */
+export interface ActiveJob {
+  id: string;
+  fields: string[];
+  token: string;
+}
+
+/** What the runner reports to its worker. */
+export interface RunnerEvents {
+  active(job: Job): void;
+  completed(job: Job, result: unknown): void;
+  failed(job: Job, error: Error, willRetry: boolean): void;
+  lockLost(job: Job, error: Error): void;
+  error(error: Error): void;
+}
+
+const STACKTRACE_LIMIT = 10;
+const FINISH_RETRY_MS = [100, 200, 500, 1000, 2000];
+
+/**
+ * Runs one job from pickup to release: the processor, then moveToFinished-14 (with fetch-next when
+ * asked) or retryJob-12. While the finish is in flight the lock keeps being renewed; a finish that
+ * fails for want of a connection is sent again until it lands or the lock is known lost.
+ */
+export class JobRunner {
+  constructor(
+    private readonly processor: Processor,
+    private readonly scripts: Scripts,
+    private readonly context: JobContext,
+    private readonly locks: WorkerLocks,
+    private readonly lockDuration: number,
+    private readonly events: RunnerEvents,
+  ) {}
+
+  /** Runs the job; returns the next job when fetch-next (`fetchNext()` true at finish) took one. */
+  async run(active: ActiveJob, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+    let job: Job;
+    let corrupt: Error | undefined;
+    try {
+      job = Job.fromHash(this.context, active.id, active.fields);
+    } catch (error) {
+      corrupt = error as Error;
+      job = new Job(this.context, active.id, '', undefined, {}, 0);
+    }
+    const signal = this.locks.track(active.id, active.token, job.attemptsStarted);
+    this.events.active(job);
+
+    let result: unknown;
+    let failure: Error | undefined = corrupt;
+    if (!failure) {
+      try {
+        result = await this.processor(job, { token: active.token, signal });
+      } catch (error) {
+        failure = error instanceof Error ? error : new Error(String(error));
+      }
+    }
+
+    if (!this.locks.isTracked(active.id)) {
+      // The heartbeat found the lock gone: the job is another worker's now (or will be).
+      this.events.lockLost(job, signal.reason as Error);
+      return undefined;
+    }
+    this.locks.beginRelease(active.id);
+    try {
+      return await this.settle(job, active.token, result, failure, fetchNext);
+    } catch (error) {
+      const lost = error instanceof EchoMQError || error instanceof LockLostError;
+      this.locks.release(active.id, 'lost');
+      if (lost) this.events.lockLost(job, error as Error);
+      else this.events.error(error as Error);
+      return undefined;
+    }
+  }
+
+  private async settle(job: Job, token: string, result: unknown, failure: Error | undefined, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+    if (!failure) {
+      let returnvalue: string;
+      try {
+        returnvalue = toJson(result ?? null, 'returnvalue');
+      } catch (error) {
+        return this.fail(job, token, error as Error, fetchNext);
+      }
+      const [keepCount, keepAgeMs] = keepRule(job.opts.removeOnComplete);
+      const next = await this.finish(job, { ...this.base(job, token), outcome: 'completed', value: returnvalue, stacktrace: '', keepCount, keepAgeMs }, fetchNext);
+      job.returnvalue = result;
+      job.attemptsMade++;
+      this.locks.release(job.id, 'completed');
+      this.events.completed(job, result);
+      return next;
+    }
+    return this.fail(job, token, failure, fetchNext);
+  }
+
+  private async fail(job: Job, token: string, error: Error, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+    const attemptsMade = job.attemptsMade + 1;
+    const stacktrace = JSON.stringify([...job.stacktrace, error.stack ?? String(error)].slice(-STACKTRACE_LIMIT));
+    const reason = error.message || String(error);
+    const retry = attemptsMade < (job.opts.attempts ?? 1) && !(error instanceof UnrecoverableError) && !(error instanceof CorruptJobError);
+    job.failedReason = reason;
+    job.attemptsMade = attemptsMade;
+    if (retry) {
+      const delay = backoffDelay(job.opts.backoff, attemptsMade);
+      await this.withRetries(job, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), 'retried');
+      this.locks.release(job.id, 'retried');
+      this.events.failed(job, error, true);
+      return undefined;
+    }
+    const [keepCount, keepAgeMs] = keepRule(job.opts.removeOnFail);
+    const next = await this.finish(job, { ...this.base(job, token), outcome: 'failed', value: reason, stacktrace, keepCount, keepAgeMs }, fetchNext);
+    this.locks.release(job.id, 'failed');
+    this.events.failed(job, error, false);
+    return next;
+  }
+
+  private base(job: Job, token: string): Pick<Finish, 'jobId' | 'token' | 'timestamp'> {
+    return { jobId: job.id, token, timestamp: Date.now() };
+  }
+
+  /** moveToFinished-14; with fetch-next, the job it took comes back with its fresh token. */
+  private async finish(job: Job, finish: Finish, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+    const token = uuid();
+    const pickup: Pickup = await this.withRetries(job, () => this.scripts.moveToFinished({
+      ...finish,
+      next: fetchNext() ? { token, lockDuration: this.lockDuration } : undefined,
+    }), finish.outcome);
+    return pickup.job ? { id: pickup.job.id, fields: pickup.job.fields, token } : undefined;
+  }
+
+  /**
+   * Sends a finishing script until Redis answers. When an earlier try may have landed (its reply
+   * was lost with the connection), a -1/-2/-3 answer is checked against where the job is now.
+   */
+  private async withRetries<T>(job: Job, send: () => Promise<T>, outcome: string): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await send();
+      } catch (error) {
+        if (error instanceof EchoMQError) {
+          if (attempt > 0 && (await this.landedEarlier(job, outcome))) return { job: undefined, nextDelayedAt: 0, rateLimitedFor: 0 } as T;
+          throw error;
+        }
+        const lost = this.locks.lostCode(job.id);
+        if (lost !== undefined) throw new LockLostError(this.context.queueName, job.id, lost);
+        if (this.locks.isClosed || attempt >= FINISH_RETRY_MS.length * 4) throw error;
+        this.events.error(error as Error);
+        await new Promise((resolve) => setTimeout(resolve, FINISH_RETRY_MS[Math.min(attempt, FINISH_RETRY_MS.length - 1)]));
+      }
+    }
+  }
+
+  private async landedEarlier(job: Job, outcome: string): Promise<boolean> {
+    const state = await job.getState();
+    if (outcome === 'retried') return state === 'wait' || state === 'delayed' || state === 'prioritized' || state === 'paused';
+    return state === outcome || state === 'unknown';
+  }
+}

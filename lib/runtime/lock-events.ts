@@ -1,0 +1,80 @@
+import { filter, type MonoTypeOperatorFunction } from 'rxjs';
+
+/** Fields every lock event carries. */
+interface LockEventBase {
+  queue: string;
+  workerId: string;
+  /** When it happened, ms since the epoch. */
+  at: number;
+}
+
+/** A job's lock was acquired at pickup (moveToActive-11 or fetch-next). */
+export interface LockAcquiredEvent extends LockEventBase {
+  type: 'acquired';
+  jobId: string;
+  /** The job's fencing number (attemptsStarted) for this ownership. */
+  attemptsStarted: number;
+}
+
+/** A job left this worker: finished, retried, moved to delayed, lost, or the worker closed. */
+export interface LockReleasedEvent extends LockEventBase {
+  type: 'released';
+  jobId: string;
+  reason: 'completed' | 'failed' | 'retried' | 'lost' | 'closed';
+}
+
+/** One heartbeat tick renewed these jobs. */
+export interface LockRenewedEvent extends LockEventBase {
+  type: 'renewed';
+  jobIds: string[];
+  /** The extendLocks-1 round trip, ms (all chunks pipelined in one). */
+  roundTripMs: number;
+}
+
+/** A renewal found the lock gone (-2) or held by another token (-6): the job is not this worker's. */
+export interface LockRenewalFailedEvent extends LockEventBase {
+  type: 'renewalFailed';
+  jobId: string;
+  code: -2 | -6;
+  reason: string;
+}
+
+/** A stalled sweep moved a job: back to wait, or to failed past maxStalledCount. */
+export interface JobStalledEvent extends LockEventBase {
+  type: 'stalled';
+  jobId: string;
+  stalledCount: number;
+  movedTo: 'wait' | 'failed';
+}
+
+/**
+ * A heartbeat tick fired late, usually because the event loop was blocked. `marginMs` is how much
+ * of the lock TTL was left, at worst, when it fired: at or below 0 the locks lapsed.
+ */
+export interface HeartbeatLateEvent extends LockEventBase {
+  type: 'heartbeatLate';
+  lateByMs: number;
+  marginMs: number;
+  jobCount: number;
+}
+
+/** A tick could not reach Redis; the locks are tried again on the next tick. */
+export interface HeartbeatErrorEvent extends LockEventBase {
+  type: 'heartbeatError';
+  error: Error;
+  jobCount: number;
+}
+
+export type LockEvent =
+  | LockAcquiredEvent | LockReleasedEvent | LockRenewedEvent | LockRenewalFailedEvent
+  | JobStalledEvent | HeartbeatLateEvent | HeartbeatErrorEvent;
+
+/** Narrows a lock event stream to one queue. */
+export function forQueue<T extends { queue: string }>(queue: string): MonoTypeOperatorFunction<T> {
+  return filter((event) => event.queue === queue);
+}
+
+/** Narrows a lock event stream to one worker. */
+export function forWorker<T extends { workerId: string }>(workerId: string): MonoTypeOperatorFunction<T> {
+  return filter((event) => event.workerId === workerId);
+}

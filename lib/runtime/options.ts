@@ -1,0 +1,227 @@
+import { EchoMQOptionError } from '../protocol/errors.js';
+import { assertCustomJobId, assertPrefix, describe } from '../protocol/names.js';
+import { DEFAULT_PREFIX } from '../protocol/keys.js';
+import type { RateLimit } from '../protocol/scripts.js';
+import type { ConnectionInput } from './connection.js';
+import { DEFAULT_MAX_DATA_BYTES } from './serialize.js';
+
+/** How long to wait before each retry of a failed job. */
+export type BackoffOptions =
+  | number
+  | { type: 'fixed' | 'exponential'; delay: number };
+
+/** Keep finished jobs: true removes at once, a number keeps the newest N, `{ age, count }` by age (seconds) and count. */
+export type KeepJobs = boolean | number | { age?: number; count?: number };
+
+export interface JobOptions {
+  /** A custom id: no ":", not a plain integer. Adding an id that exists returns the existing job. */
+  jobId?: string;
+  /** Milliseconds before the job becomes ready. Default 0. */
+  delay?: number;
+  /** 1 (highest) to 2,097,152; jobs without a priority run before prioritized ones. Default none. */
+  priority?: number;
+  /** Total attempts, the first included. Default 1. */
+  attempts?: number;
+  /** Delay between attempts: ms (fixed), or `{ type: 'fixed' | 'exponential', delay }`. Default 0. */
+  backoff?: BackoffOptions;
+  /** Take this job before older ones. Default false. */
+  lifo?: boolean;
+  /** What to keep of completed jobs. Default: keep all. */
+  removeOnComplete?: KeepJobs;
+  /** What to keep of failed jobs. Default: keep all. */
+  removeOnFail?: KeepJobs;
+  /** Keep at most this many log lines per job (0 = all). Default 0. */
+  keepLogs?: number;
+}
+
+export interface QueueOptions {
+  connection?: ConnectionInput;
+  /** Key prefix. Default `emq`. */
+  prefix?: string;
+  /** Options every job of this queue starts from. */
+  defaultJobOptions?: JobOptions;
+  /** The events stream keeps about this many entries. Default 10,000. */
+  maxEvents?: number;
+  /** Largest job data accepted, in bytes of JSON. Default 1 MiB. */
+  maxDataSize?: number;
+}
+
+export interface WorkerOptions {
+  connection?: ConnectionInput;
+  prefix?: string;
+  /** Jobs processed at once. Default 1. */
+  concurrency?: number;
+  /** Lock TTL in ms. Default 30,000. */
+  lockDuration?: number;
+  /** Heartbeat interval in ms; below lockDuration. Default lockDuration / 2. */
+  lockRenewTime?: number;
+  /** Stalled sweep period in ms. Default 30,000. */
+  stalledInterval?: number;
+  /** Stalls before a job fails for good. Default 1. */
+  maxStalledCount?: number;
+  /** Start processing on construction. Default true. */
+  autorun?: boolean;
+  /** Longest BZPOPMIN block, in seconds, while the queue is empty. Default 5. */
+  drainDelay?: number;
+  /** At most `max` jobs per `duration` ms across all workers of the queue. */
+  limiter?: RateLimit;
+  /** Warn on heartbeatLate$ when a tick fires this many ms late. Default min(1000, lockRenewTime / 4). */
+  heartbeatLateThreshold?: number;
+  maxEvents?: number;
+}
+
+export const DEFAULTS = {
+  prefix: DEFAULT_PREFIX,
+  maxEvents: 10_000,
+  maxDataSize: DEFAULT_MAX_DATA_BYTES,
+  concurrency: 1,
+  lockDuration: 30_000,
+  stalledInterval: 30_000,
+  maxStalledCount: 1,
+  drainDelay: 5,
+  maxPriority: 2 ** 21,
+} as const;
+
+export interface ResolvedWorkerOptions {
+  prefix: string;
+  concurrency: number;
+  lockDuration: number;
+  lockRenewTime: number;
+  stalledInterval: number;
+  maxStalledCount: number;
+  autorun: boolean;
+  drainDelay: number;
+  limiter?: RateLimit;
+  heartbeatLateThreshold: number;
+  maxEvents: number;
+}
+
+/** Validates worker options against PROTOCOL.md's timing rules and fills in the defaults. */
+export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOptions {
+  const lockDuration = positiveInt(opts.lockDuration, 'lockDuration', DEFAULTS.lockDuration);
+  const lockRenewTime = positiveInt(opts.lockRenewTime, 'lockRenewTime', Math.max(1, Math.floor(lockDuration / 2)));
+  if (lockRenewTime >= lockDuration) {
+    throw new EchoMQOptionError('lockRenewTime', `is ${lockRenewTime} ms but must be below lockDuration (${lockDuration} ms), or every lock lapses before its renewal`);
+  }
+  const limiter = opts.limiter;
+  if (limiter !== undefined) {
+    positiveInt(limiter.max, 'limiter.max', 1);
+    positiveInt(limiter.duration, 'limiter.duration', 1);
+  }
+  return {
+    prefix: prefixOf(opts.prefix),
+    concurrency: positiveInt(opts.concurrency, 'concurrency', DEFAULTS.concurrency),
+    lockDuration,
+    lockRenewTime,
+    stalledInterval: positiveInt(opts.stalledInterval, 'stalledInterval', DEFAULTS.stalledInterval),
+    maxStalledCount: nonNegativeInt(opts.maxStalledCount, 'maxStalledCount', DEFAULTS.maxStalledCount),
+    autorun: opts.autorun ?? true,
+    drainDelay: positiveNumber(opts.drainDelay, 'drainDelay', DEFAULTS.drainDelay),
+    limiter,
+    heartbeatLateThreshold: positiveNumber(opts.heartbeatLateThreshold, 'heartbeatLateThreshold', Math.min(1000, lockRenewTime / 4)),
+    maxEvents: positiveInt(opts.maxEvents, 'maxEvents', DEFAULTS.maxEvents),
+  };
+}
+
+export interface ResolvedQueueOptions {
+  prefix: string;
+  defaultJobOptions: JobOptions;
+  maxEvents: number;
+  maxDataSize: number;
+}
+
+export function resolveQueueOptions(opts: QueueOptions = {}): ResolvedQueueOptions {
+  const defaultJobOptions = opts.defaultJobOptions ?? {};
+  validateJobOptions(defaultJobOptions, 'defaultJobOptions.');
+  return {
+    prefix: prefixOf(opts.prefix),
+    defaultJobOptions,
+    maxEvents: positiveInt(opts.maxEvents, 'maxEvents', DEFAULTS.maxEvents),
+    maxDataSize: positiveInt(opts.maxDataSize, 'maxDataSize', DEFAULTS.maxDataSize),
+  };
+}
+
+/** Checks every job option; throws EchoMQOptionError naming the first that is wrong. */
+export function validateJobOptions(opts: JobOptions, at = ''): void {
+  if (typeof opts !== 'object' || opts === null) throw new EchoMQOptionError(`${at}opts`, `must be an object, got ${describe(opts)}`);
+  if (opts.jobId !== undefined) assertCustomJobId(opts.jobId);
+  nonNegativeInt(opts.delay, `${at}delay`, 0);
+  if (opts.priority !== undefined) {
+    const priority = nonNegativeInt(opts.priority, `${at}priority`, 0);
+    if (priority > DEFAULTS.maxPriority) throw new EchoMQOptionError(`${at}priority`, `is ${priority}; the highest allowed is ${DEFAULTS.maxPriority}`);
+  }
+  positiveInt(opts.attempts, `${at}attempts`, 1);
+  if (opts.backoff !== undefined) validateBackoff(opts.backoff, `${at}backoff`);
+  nonNegativeInt(opts.keepLogs, `${at}keepLogs`, 0);
+  validateKeep(opts.removeOnComplete, `${at}removeOnComplete`);
+  validateKeep(opts.removeOnFail, `${at}removeOnFail`);
+}
+
+function validateBackoff(backoff: BackoffOptions, field: string): void {
+  if (typeof backoff === 'number') {
+    nonNegativeInt(backoff, field, 0);
+    return;
+  }
+  if (typeof backoff !== 'object' || backoff === null) {
+    throw new EchoMQOptionError(field, `must be a number of ms or { type, delay }, got ${describe(backoff)}`);
+  }
+  if (backoff.type !== 'fixed' && backoff.type !== 'exponential') {
+    throw new EchoMQOptionError(`${field}.type`, `is ${describe(backoff.type)}; use "fixed" or "exponential"`);
+  }
+  nonNegativeInt(backoff.delay, `${field}.delay`, 0);
+}
+
+function validateKeep(keep: KeepJobs | undefined, field: string): void {
+  if (keep === undefined || typeof keep === 'boolean') return;
+  if (typeof keep === 'number') {
+    nonNegativeInt(keep, field, 0);
+    return;
+  }
+  if (typeof keep !== 'object' || keep === null) {
+    throw new EchoMQOptionError(field, `must be true, false, a count or { age, count }, got ${describe(keep)}`);
+  }
+  nonNegativeInt(keep.age, `${field}.age`, 0);
+  nonNegativeInt(keep.count, `${field}.count`, 0);
+}
+
+function prefixOf(prefix: string | undefined): string {
+  if (prefix === undefined) return DEFAULTS.prefix;
+  assertPrefix(prefix);
+  return prefix;
+}
+
+function positiveInt(value: number | undefined, field: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value <= 0) throw new EchoMQOptionError(field, `must be a whole number above 0, got ${describe(value)}`);
+  return value;
+}
+
+function nonNegativeInt(value: number | undefined, field: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 0) throw new EchoMQOptionError(field, `must be a whole number of 0 or more, got ${describe(value)}`);
+  return value;
+}
+
+function positiveNumber(value: number | undefined, field: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new EchoMQOptionError(field, `must be a number above 0, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** The keep rule as moveToFinished-14 takes it: [keepCount (-1 all, 0 none), keepAgeMs (0 any)]. */
+export function keepRule(keep: KeepJobs | undefined): [number, number] {
+  if (keep === undefined || keep === false) return [-1, 0];
+  if (keep === true) return [0, 0];
+  if (typeof keep === 'number') return [keep, 0];
+  return [keep.count ?? -1, (keep.age ?? 0) * 1000];
+}
+
+/** The wait before retry number `attemptsMade` (1 after the first failure). */
+export function backoffDelay(backoff: BackoffOptions | undefined, attemptsMade: number): number {
+  if (backoff === undefined) return 0;
+  if (typeof backoff === 'number') return backoff;
+  if (backoff.type === 'fixed') return backoff.delay;
+  return Math.round(backoff.delay * 2 ** Math.max(0, attemptsMade - 1));
+}

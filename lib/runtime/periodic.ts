@@ -1,0 +1,54 @@
+/**
+ * The one shape of every periodic part (the heartbeat, the stalled sweep): a chained timer that
+ * never overlaps itself, knows how late each run fired, and stops cleanly. Its timer is unref'd:
+ * it never keeps a process alive on its own.
+ */
+export class Periodic {
+  private timer?: NodeJS.Timeout;
+  private dueAt = 0;
+  private stopped = true;
+  private current?: Promise<void>;
+
+  constructor(
+    private readonly intervalMs: number,
+    /** One run; `lateByMs` is how long after its due time it fired. Errors are the caller's to catch. */
+    private readonly run: (lateByMs: number) => Promise<void>,
+  ) {}
+
+  get active(): boolean {
+    return !this.stopped;
+  }
+
+  /** Starts the timer; the first run is after `firstDelayMs` (default one interval). */
+  start(firstDelayMs = this.intervalMs): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    // A run still in flight schedules the next one itself when it ends.
+    if (!this.current) this.schedule(firstDelayMs);
+  }
+
+  /** Cancels the timer and waits for a run in progress. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.current;
+  }
+
+  private schedule(delayMs: number): void {
+    this.dueAt = Date.now() + delayMs;
+    this.timer = setTimeout(() => this.fire(), delayMs);
+    this.timer.unref();
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    const firedAt = Date.now();
+    const lateBy = Math.max(0, firedAt - this.dueAt);
+    this.current = this.run(lateBy).catch(() => undefined).finally(() => {
+      this.current = undefined;
+      // Keep the cadence: the next run is due one interval after this one fired.
+      if (!this.stopped && !this.timer) this.schedule(Math.max(0, this.intervalMs - (Date.now() - firedAt)));
+    });
+  }
+}

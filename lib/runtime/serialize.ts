@@ -1,0 +1,45 @@
+import { EchoMQOptionError } from '../protocol/errors.js';
+
+/** Default cap on one job's data, as JSON: large payloads belong in a store, with the key in the job. */
+export const DEFAULT_MAX_DATA_BYTES = 1024 * 1024;
+
+/**
+ * JSON.stringify that refuses what JSON would silently change or drop (functions, symbols,
+ * BigInt, NaN and Infinity, Map and Set) and cycles, with an error that names the path.
+ */
+export function toJson(value: unknown, field: string, maxBytes = Infinity): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value === undefined ? {} : value, (key, item: unknown) => {
+      const where = key === '' ? field : `${field}.${key}`;
+      switch (typeof item) {
+        case 'function':
+        case 'symbol':
+          throw new EchoMQOptionError(where, `is a ${typeof item}, which JSON cannot carry`);
+        case 'bigint':
+          throw new EchoMQOptionError(where, 'is a BigInt, which JSON cannot carry; send it as a string');
+        case 'number':
+          if (!Number.isFinite(item)) throw new EchoMQOptionError(where, `is ${item}, which JSON would turn into null`);
+          break;
+        case 'object':
+          if (item instanceof Map || item instanceof Set) {
+            throw new EchoMQOptionError(where, `is a ${item.constructor.name}, which JSON would turn into {}; send an array or object`);
+          }
+      }
+      return item;
+    });
+  } catch (error) {
+    if (error instanceof EchoMQOptionError) throw error;
+    throw new EchoMQOptionError(field, `cannot be represented as JSON: ${(error as Error).message.split('\n')[0]}`);
+  }
+  if (text === undefined) throw new EchoMQOptionError(field, 'cannot be represented as JSON');
+  if (text.length > maxBytes / 3 && Buffer.byteLength(text) > maxBytes) {
+    throw new EchoMQOptionError(field, `is ${Buffer.byteLength(text)} bytes as JSON, over the limit of ${maxBytes} (option maxDataSize)`);
+  }
+  return text;
+}
+
+/** JSON.parse that answers undefined for a missing field. */
+export function fromJson<T>(text: string | undefined): T | undefined {
+  return text === undefined || text === '' ? undefined : (JSON.parse(text) as T);
+}

@@ -1,0 +1,73 @@
+// Starts and stops a private redis-server for tests and benchmarks: on a free port, in a temp dir,
+// so the machine's shared Redis on 6379 is never touched.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function ping(port) {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => { socket.destroy(); resolve(data.toString().startsWith('+PONG')); });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function waitFor(check, what, timeoutMs = 10000) {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/**
+ * startRedis({ port?, args? }) → { port, url, stop(), restart() }.
+ * restart() stops the server and starts it again on the same port and dir (what AOF or RDB kept
+ * survives, as after a real restart).
+ */
+export async function startRedis({ port, args = [] } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'echomq-redis-'));
+  const chosen = port ?? (await freePort());
+  let child;
+  const launch = async () => {
+    child = spawn('redis-server', ['--port', String(chosen), '--bind', '127.0.0.1', '--dir', dir,
+      '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' });
+    child.unref();
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.exited = exited;
+    await waitFor(() => ping(chosen), `redis-server on port ${chosen}`);
+  };
+  const halt = async (signal = 'SIGTERM') => {
+    if (!child || child.exitCode !== null) return;
+    child.kill(signal);
+    await child.exited;
+  };
+  await launch();
+  return {
+    port: chosen,
+    url: `redis://127.0.0.1:${chosen}`,
+    pid: () => child.pid,
+    async stop() { await halt(); rmSync(dir, { recursive: true, force: true }); },
+    async restart({ downMs = 0, signal = 'SIGTERM' } = {}) {
+      await halt(signal);
+      if (downMs) await new Promise((r) => setTimeout(r, downMs));
+      await launch();
+    },
+  };
+}
