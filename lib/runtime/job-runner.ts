@@ -2,7 +2,7 @@ import { v4 as uuid } from 'uuid';
 import { EchoMQError } from '../protocol/errors.js';
 import type { Finish, Pickup, Scripts } from '../protocol/scripts.js';
 import { CorruptJobError, Job, type JobContext } from './job.js';
-import { LockLostError, type WorkerLocks } from './lock-manager.js';
+import { LockLostError, type JobLock, type WorkerLocks } from './worker-locks.js';
 import { backoffDelay, keepRule } from './options.js';
 import { toJson } from './serialize.js';
 import { UnrecoverableError } from './unrecoverable-error.js';
@@ -22,6 +22,8 @@ export interface ActiveJob {
   id: string;
   fields: string[];
   token: string;
+  /** When the pickup that set the lock was sent (the lock is at least this fresh). */
+  acquiredAt?: number;
 }
 
 /** What the runner reports to its worker. */
@@ -61,7 +63,8 @@ export class JobRunner {
       corrupt = error as Error;
       job = new Job(this.context, active.id, '', undefined, {}, 0);
     }
-    const signal = this.locks.track(active.id, active.token, job.attemptsStarted);
+    const lock = this.locks.track(active.id, active.token, job.attemptsStarted, active.acquiredAt);
+    const signal = lock.signal;
     this.events.active(job);
 
     let result: unknown;
@@ -74,43 +77,45 @@ export class JobRunner {
       }
     }
 
-    if (!this.locks.isTracked(active.id)) {
+    if (!lock.held) {
       // The heartbeat found the lock gone: the job is another worker's now (or will be).
       this.events.lockLost(job, signal.reason as Error);
       return undefined;
     }
-    this.locks.beginRelease(active.id);
+    lock.beginRelease();
     try {
-      return await this.settle(job, active.token, result, failure, fetchNext);
+      return await this.settle(job, lock, result, failure, fetchNext);
     } catch (error) {
       const lost = error instanceof EchoMQError || error instanceof LockLostError;
-      this.locks.release(active.id, 'lost');
+      lock.release('lost');
       if (lost) this.events.lockLost(job, error as Error);
       else this.events.error(error as Error);
       return undefined;
     }
   }
 
-  private async settle(job: Job, token: string, result: unknown, failure: Error | undefined, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+  private async settle(job: Job, lock: JobLock, result: unknown, failure: Error | undefined, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+    const token = lock.token;
     if (!failure) {
       let returnvalue: string;
       try {
         returnvalue = toJson(result ?? null, 'returnvalue');
       } catch (error) {
-        return this.fail(job, token, error as Error, fetchNext);
+        return this.fail(job, lock, error as Error, fetchNext);
       }
       const [keepCount, keepAgeMs] = keepRule(job.opts.removeOnComplete);
-      const next = await this.finish(job, { ...this.base(job, token), outcome: 'completed', value: returnvalue, stacktrace: '', keepCount, keepAgeMs }, fetchNext);
+      const next = await this.finish(job, lock, { ...this.base(job, token), outcome: 'completed', value: returnvalue, stacktrace: '', keepCount, keepAgeMs }, fetchNext);
       job.returnvalue = result;
       job.attemptsMade++;
-      this.locks.release(job.id, 'completed');
+      lock.release('completed');
       this.events.completed(job, result);
       return next;
     }
-    return this.fail(job, token, failure, fetchNext);
+    return this.fail(job, lock, failure, fetchNext);
   }
 
-  private async fail(job: Job, token: string, error: Error, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+  private async fail(job: Job, lock: JobLock, error: Error, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+    const token = lock.token;
     const attemptsMade = job.attemptsMade + 1;
     const stacktrace = JSON.stringify([...job.stacktrace, error.stack ?? String(error)].slice(-STACKTRACE_LIMIT));
     const reason = error.message || String(error);
@@ -119,14 +124,14 @@ export class JobRunner {
     job.attemptsMade = attemptsMade;
     if (retry) {
       const delay = backoffDelay(job.opts.backoff, attemptsMade);
-      await this.withRetries(job, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), 'retried');
-      this.locks.release(job.id, 'retried');
+      await this.withRetries(job, lock, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), 'retried');
+      lock.release('retried');
       this.events.failed(job, error, true);
       return undefined;
     }
     const [keepCount, keepAgeMs] = keepRule(job.opts.removeOnFail);
-    const next = await this.finish(job, { ...this.base(job, token), outcome: 'failed', value: reason, stacktrace, keepCount, keepAgeMs }, fetchNext);
-    this.locks.release(job.id, 'failed');
+    const next = await this.finish(job, lock, { ...this.base(job, token), outcome: 'failed', value: reason, stacktrace, keepCount, keepAgeMs }, fetchNext);
+    lock.release('failed');
     this.events.failed(job, error, false);
     return next;
   }
@@ -136,20 +141,21 @@ export class JobRunner {
   }
 
   /** moveToFinished-14; with fetch-next, the job it took comes back with its fresh token. */
-  private async finish(job: Job, finish: Finish, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+  private async finish(job: Job, lock: JobLock, finish: Finish, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
     const token = uuid();
-    const pickup: Pickup = await this.withRetries(job, () => this.scripts.moveToFinished({
+    let acquiredAt = Date.now();
+    const pickup: Pickup = await this.withRetries(job, lock, () => (acquiredAt = Date.now(), this.scripts.moveToFinished({
       ...finish,
       next: fetchNext() ? { token, lockDuration: this.lockDuration } : undefined,
-    }), finish.outcome);
-    return pickup.job ? { id: pickup.job.id, fields: pickup.job.fields, token } : undefined;
+    })), finish.outcome);
+    return pickup.job ? { id: pickup.job.id, fields: pickup.job.fields, token, acquiredAt } : undefined;
   }
 
   /**
    * Sends a finishing script until Redis answers. When an earlier try may have landed (its reply
    * was lost with the connection), a -1/-2/-3 answer is checked against where the job is now.
    */
-  private async withRetries<T>(job: Job, send: () => Promise<T>, outcome: string): Promise<T> {
+  private async withRetries<T>(job: Job, lock: JobLock, send: () => Promise<T>, outcome: string): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await send();
@@ -158,8 +164,13 @@ export class JobRunner {
           if (attempt > 0 && (await this.landedEarlier(job, outcome))) return { job: undefined, nextDelayedAt: 0, rateLimitedFor: 0 } as T;
           throw error;
         }
-        const lost = this.locks.lostCode(job.id);
-        if (lost !== undefined) throw new LockLostError(this.context.queueName, job.id, lost);
+        // A renewal that found no lock while this finish was in flight may have seen the finish's
+        // own DEL (the reply was lost, not the finish): ask where the job is before calling it lost.
+        const lost = lock.lostCode;
+        if (lost !== undefined) {
+          if (await this.landedEarlier(job, outcome)) return { job: undefined, nextDelayedAt: 0, rateLimitedFor: 0 } as T;
+          throw new LockLostError(this.context.queueName, job.id, lost);
+        }
         if (this.locks.isClosed || attempt >= FINISH_RETRY_MS.length * 4) throw error;
         this.events.error(error as Error);
         await new Promise((resolve) => setTimeout(resolve, FINISH_RETRY_MS[Math.min(attempt, FINISH_RETRY_MS.length - 1)]));

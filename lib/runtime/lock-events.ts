@@ -1,7 +1,7 @@
 import { filter, type MonoTypeOperatorFunction } from 'rxjs';
 
 /** Fields every lock event carries. */
-interface LockEventBase {
+export interface LockEventBase {
   queue: string;
   workerId: string;
   /** When it happened, ms since the epoch. */
@@ -49,12 +49,18 @@ export interface JobStalledEvent extends LockEventBase {
 
 /**
  * A heartbeat tick fired late, usually because the event loop was blocked. `marginMs` is how much
- * of the lock TTL was left, at worst, when it fired: at or below 0 the locks lapsed.
+ * of the lock TTL the worker's least fresh lock had left, at worst, when the tick fired: at or
+ * below 0 that lock may have lapsed already (its renewal will tell: renewalFailed$ with -2).
  */
 export interface HeartbeatLateEvent extends LockEventBase {
   type: 'heartbeatLate';
+  /** How long after its due time the tick fired, ms. */
   lateByMs: number;
+  /** lockDuration minus the age of the least fresh lock at fire time, ms. */
   marginMs: number;
+  /** The worker's lockDuration, to read marginMs against. */
+  lockDuration: number;
+  /** How many jobs the tick renewed. */
   jobCount: number;
 }
 
@@ -65,6 +71,7 @@ export interface HeartbeatErrorEvent extends LockEventBase {
   jobCount: number;
 }
 
+/** Every lock event, as events$ carries them; switch on `type`. */
 export type LockEvent =
   | LockAcquiredEvent | LockReleasedEvent | LockRenewedEvent | LockRenewalFailedEvent
   | JobStalledEvent | HeartbeatLateEvent | HeartbeatErrorEvent;

@@ -1,50 +1,29 @@
 import { merge, Observable, Subject } from 'rxjs';
-import { codeMeaning } from '../protocol/codes.js';
-import { runPipelined } from '../protocol/script.js';
-import { parseLockFailures, type Scripts, type SweepResult } from '../protocol/scripts.js';
+import { EchoMQOptionError } from '../protocol/errors.js';
+import type { SweepResult } from '../protocol/scripts.js';
 import type {
   HeartbeatErrorEvent, HeartbeatLateEvent, JobStalledEvent, LockAcquiredEvent, LockEvent,
   LockReleasedEvent, LockRenewalFailedEvent, LockRenewedEvent,
 } from './lock-events.js';
-import { Periodic } from './periodic.js';
+import { WorkerLocks, type LockEmitter, type LockHolder } from './worker-locks.js';
 
-/** extendLocks-1 calls carry at most this many jobs each; all chunks of a tick share one round trip. */
+export { LockLostError, WorkerLocks, validateHolder, type JobLock, type LockHolder } from './worker-locks.js';
+
+/** extendLocks-1 calls carry at most this many jobs each by default; all chunks of a tick share one round trip. */
 export const RENEWAL_CHUNK = 1000;
 
-/** Why a job's signal was aborted: its lock is gone or another worker holds it. */
-export class LockLostError extends Error {
-  override readonly name = 'LockLostError';
-  constructor(readonly queue: string, readonly jobId: string, readonly code: -2 | -6) {
-    super(`lost the lock of job ${jobId} in queue ${queue}: ${codeMeaning(code)}; its result will not be reported`);
-  }
-}
-
-/** What a worker tells the LockManager about itself when it registers. */
-export interface LockHolder {
-  workerId: string;
-  queue: string;
-  scripts: Scripts;
-  lockDuration: number;
-  lockRenewTime: number;
-  heartbeatLateThreshold: number;
-}
-
-interface TrackedJob {
-  jobId: string;
-  token: string;
-  controller: AbortController;
-  /** When the lock was last set (acquired or renewed), at worst: the time the command was sent. */
-  renewedAt: number;
-  /** The worker is finishing it; a failure reported now may just be the finish's own DEL. */
-  releasing: boolean;
-  lostCode?: -2 | -6;
+/** How a LockManager is built. */
+export interface LockManagerOptions {
+  /** Jobs per extendLocks-1 call; a tick sends all its calls in one pipeline. Default 1,000. */
+  renewalChunkSize?: number;
 }
 
 /**
- * LockManager: owns the heartbeat of one or many workers. Each registered worker gets exactly one
+ * LockManager: the heartbeat of one or many workers. Each registered worker gets exactly one
  * timer, running only while it holds jobs; each tick renews every job it holds with extendLocks-1
- * (chunked, one pipelined round trip). Lock lifecycle events come out as RxJS observables.
- * Subscribing late or not at all changes nothing: events are emitted after the tick's work.
+ * (chunked, one pipelined round trip). The lock lifecycle comes out as RxJS observables; events
+ * are emitted after the tick's commands are sent, so subscribing late, not at all, or slowly
+ * never holds a renewal back.
  */
 export class LockManager {
   private readonly acquired = new Subject<LockAcquiredEvent>();
@@ -55,18 +34,21 @@ export class LockManager {
   private readonly heartbeatLate = new Subject<HeartbeatLateEvent>();
   private readonly heartbeatError = new Subject<HeartbeatErrorEvent>();
   private readonly workers = new Map<string, WorkerLocks>();
+  private readonly chunkSize: number;
 
+  /** A job's lock was acquired (pickup or fetch-next). */
   readonly acquired$: Observable<LockAcquiredEvent> = this.acquired.asObservable();
+  /** A job left its worker: finished, retried, lost, or the worker closed. */
   readonly released$: Observable<LockReleasedEvent> = this.released.asObservable();
-  /** One event per worker per tick that renewed jobs. */
+  /** One event per worker per tick that renewed jobs, with the round-trip time. */
   readonly renewed$: Observable<LockRenewedEvent> = this.renewed.asObservable();
-  /** One event per job lost: -2 (lapsed) or -6 (another worker holds it). */
+  /** One event per job lost: -2 (the lock lapsed) or -6 (another token holds it). */
   readonly renewalFailed$: Observable<LockRenewalFailedEvent> = this.renewalFailed.asObservable();
-  /** One event per job a stalled sweep moved. */
+  /** One event per job a stalled sweep moved, back to wait or to failed. */
   readonly stalled$: Observable<JobStalledEvent> = this.stalled.asObservable();
   /** A tick fired late by more than the worker's threshold: a warning before a job is lost. */
   readonly heartbeatLate$: Observable<HeartbeatLateEvent> = this.heartbeatLate.asObservable();
-  /** A tick could not reach Redis. */
+  /** A tick (or one of its chunks) could not reach Redis; the next tick tries again. */
   readonly heartbeatError$: Observable<HeartbeatErrorEvent> = this.heartbeatError.asObservable();
   /** All of the above, for one subscription. */
   readonly events$: Observable<LockEvent> = merge(
@@ -74,12 +56,23 @@ export class LockManager {
     this.heartbeatLate$, this.heartbeatError$,
   );
 
-  /** Registers a worker; its locks are tracked through the handle returned. */
+  constructor(options: LockManagerOptions = {}) {
+    const chunk = options.renewalChunkSize ?? RENEWAL_CHUNK;
+    if (!Number.isInteger(chunk) || chunk <= 0) throw new EchoMQOptionError('renewalChunkSize', `must be a whole number above 0, got ${String(chunk)}`);
+    this.chunkSize = chunk;
+  }
+
+  /** Registers a worker (its timing is validated); its locks are tracked through the handle returned. */
   register(holder: LockHolder): WorkerLocks {
     if (this.workers.has(holder.workerId)) throw new Error(`worker ${holder.workerId} is already registered with this LockManager`);
-    const locks = new WorkerLocks(holder, this.emitter(), () => this.workers.delete(holder.workerId));
+    const locks = new WorkerLocks(holder, this.chunkSize, this.emitter(), () => this.workers.delete(holder.workerId));
     this.workers.set(holder.workerId, locks);
     return locks;
+  }
+
+  /** The ids of the registered workers. */
+  get workerIds(): string[] {
+    return [...this.workers.keys()];
   }
 
   /** How many jobs the LockManager tracks, for one worker or all. */
@@ -121,150 +114,5 @@ export class LockManager {
       heartbeatLate: (event) => this.heartbeatLate.next(event),
       heartbeatError: (event) => this.heartbeatError.next(event),
     };
-  }
-}
-
-interface LockEmitter {
-  acquired(event: LockAcquiredEvent): void;
-  released(event: LockReleasedEvent): void;
-  renewed(event: LockRenewedEvent): void;
-  renewalFailed(event: LockRenewalFailedEvent): void;
-  heartbeatLate(event: HeartbeatLateEvent): void;
-  heartbeatError(event: HeartbeatErrorEvent): void;
-}
-
-/** One worker's tracked jobs and its one heartbeat timer. */
-export class WorkerLocks {
-  private readonly jobs = new Map<string, TrackedJob>();
-  private readonly heartbeat: Periodic;
-  private closed = false;
-
-  constructor(
-    readonly holder: LockHolder,
-    private readonly emit: LockEmitter,
-    private readonly onClose: () => void,
-  ) {
-    this.heartbeat = new Periodic(holder.lockRenewTime, (lateBy) => this.tick(lateBy));
-  }
-
-  get size(): number {
-    return this.jobs.size;
-  }
-
-  /** True once the worker closed its locks: nothing is renewed any more. */
-  get isClosed(): boolean {
-    return this.closed;
-  }
-
-  get timerActive(): boolean {
-    return this.heartbeat.active;
-  }
-
-  /** Starts renewing a job just picked up; returns the signal that aborts if its lock is lost. */
-  track(jobId: string, token: string, attemptsStarted: number, acquiredAt = Date.now()): AbortSignal {
-    const controller = new AbortController();
-    this.jobs.set(jobId, { jobId, token, controller, renewedAt: acquiredAt, releasing: false });
-    if (!this.closed) this.heartbeat.start();
-    this.emit.acquired({ type: 'acquired', queue: this.holder.queue, workerId: this.holder.workerId, at: Date.now(), jobId, attemptsStarted });
-    return controller.signal;
-  }
-
-  /** The job is being finished: keep renewing it, but a failure now is not a loss to report. */
-  beginRelease(jobId: string): void {
-    const job = this.jobs.get(jobId);
-    if (job) job.releasing = true;
-  }
-
-  /** The code with which the job's lock was found lost, if it was. */
-  lostCode(jobId: string): -2 | -6 | undefined {
-    return this.jobs.get(jobId)?.lostCode;
-  }
-
-  isTracked(jobId: string): boolean {
-    return this.jobs.has(jobId);
-  }
-
-  /** Stops renewing a job; the timer stops when the worker holds no more jobs. */
-  release(jobId: string, reason: LockReleasedEvent['reason']): void {
-    if (!this.jobs.delete(jobId)) return;
-    if (this.jobs.size === 0) void this.heartbeat.stop();
-    this.emit.released({ type: 'released', queue: this.holder.queue, workerId: this.holder.workerId, at: Date.now(), jobId, reason });
-  }
-
-  /** Aborts the signal of every tracked job (close without waiting). */
-  abortAll(reason: Error): void {
-    for (const job of this.jobs.values()) job.controller.abort(reason);
-  }
-
-  /** Stops the timer, forgets every job and unregisters the worker. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.heartbeat.stop();
-    for (const jobId of [...this.jobs.keys()]) this.release(jobId, 'closed');
-    this.onClose();
-  }
-
-  /** One heartbeat: every tracked job renewed by extendLocks-1, all chunks in one round trip. */
-  private async tick(lateByMs: number): Promise<void> {
-    const { queue, workerId, lockDuration, heartbeatLateThreshold, scripts } = this.holder;
-    const firedAt = Date.now();
-    const jobs = [...this.jobs.values()];
-    if (jobs.length === 0) return;
-    if (lateByMs > heartbeatLateThreshold) {
-      let oldest = firedAt;
-      for (const job of jobs) oldest = Math.min(oldest, job.renewedAt);
-      this.emit.heartbeatLate({ type: 'heartbeatLate', queue, workerId, at: firedAt, lateByMs, marginMs: oldest + lockDuration - firedAt, jobCount: jobs.length });
-    }
-
-    const calls = [];
-    for (let i = 0; i < jobs.length; i += RENEWAL_CHUNK) {
-      calls.push(scripts.extendLocksCall(jobs.slice(i, i + RENEWAL_CHUNK).map((job) => [job.jobId, job.token]), lockDuration));
-    }
-    const sentAt = Date.now();
-    let replies: Array<[Error | null, unknown]>;
-    try {
-      replies = await runPipelined(scripts.client, calls);
-    } catch (error) {
-      this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at: Date.now(), error: error as Error, jobCount: jobs.length });
-      return;
-    }
-    const roundTripMs = Date.now() - sentAt;
-
-    const lost = new Map<string, -2 | -6>();
-    const failedChunks = new Set<number>();
-    replies.forEach(([error, reply], chunk) => {
-      if (error) {
-        failedChunks.add(chunk);
-        this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at: Date.now(), error, jobCount: Math.min(RENEWAL_CHUNK, jobs.length - chunk * RENEWAL_CHUNK) });
-        return;
-      }
-      for (const failure of parseLockFailures(reply)) lost.set(failure.jobId, failure.code);
-    });
-
-    const renewedIds: string[] = [];
-    const lostEvents: LockRenewalFailedEvent[] = [];
-    jobs.forEach((job, index) => {
-      if (failedChunks.has(Math.floor(index / RENEWAL_CHUNK))) return;
-      const code = lost.get(job.jobId);
-      if (code === undefined) {
-        job.renewedAt = sentAt;
-        renewedIds.push(job.jobId);
-        return;
-      }
-      if (this.jobs.get(job.jobId) !== job) return; // released while the tick was in flight
-      job.lostCode = code;
-      if (job.releasing) return; // the finish in flight decides; it reports the loss itself
-      this.jobs.delete(job.jobId);
-      job.controller.abort(new LockLostError(queue, job.jobId, code));
-      lostEvents.push({ type: 'renewalFailed', queue, workerId, at: Date.now(), jobId: job.jobId, code, reason: codeMeaning(code) });
-    });
-    if (this.jobs.size === 0) void this.heartbeat.stop();
-
-    if (renewedIds.length > 0) this.emit.renewed({ type: 'renewed', queue, workerId, at: Date.now(), jobIds: renewedIds, roundTripMs });
-    for (const event of lostEvents) {
-      this.emit.renewalFailed(event);
-      this.emit.released({ type: 'released', queue, workerId, at: event.at, jobId: event.jobId, reason: 'lost' });
-    }
   }
 }

@@ -55,6 +55,11 @@ export interface WorkerOptions {
   lockDuration?: number;
   /** Heartbeat interval in ms; below lockDuration. Default lockDuration / 2. */
   lockRenewTime?: number;
+  /**
+   * Demos and tests only: a heartbeat interval with no upper bound, replacing lockRenewTime. At or
+   * over lockDuration every lock lapses and the job stalls (see docs/locks.md). Never in production.
+   */
+  unsafeLockRenewTime?: number;
   /** Stalled sweep period in ms. Default 30,000. */
   stalledInterval?: number;
   /** Stalls before a job fails for good. Default 1. */
@@ -87,6 +92,8 @@ export interface ResolvedWorkerOptions {
   concurrency: number;
   lockDuration: number;
   lockRenewTime: number;
+  /** True when lockRenewTime came from unsafeLockRenewTime (locks may lapse on purpose). */
+  lockRenewUnsafe: boolean;
   stalledInterval: number;
   maxStalledCount: number;
   autorun: boolean;
@@ -99,8 +106,11 @@ export interface ResolvedWorkerOptions {
 /** Validates worker options against PROTOCOL.md's timing rules and fills in the defaults. */
 export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOptions {
   const lockDuration = positiveInt(opts.lockDuration, 'lockDuration', DEFAULTS.lockDuration);
-  const lockRenewTime = positiveInt(opts.lockRenewTime, 'lockRenewTime', Math.max(1, Math.floor(lockDuration / 2)));
-  if (lockRenewTime >= lockDuration) {
+  const lockRenewUnsafe = opts.unsafeLockRenewTime !== undefined;
+  const lockRenewTime = lockRenewUnsafe
+    ? positiveInt(opts.unsafeLockRenewTime, 'unsafeLockRenewTime', 1)
+    : positiveInt(opts.lockRenewTime, 'lockRenewTime', Math.max(1, Math.floor(lockDuration / 2)));
+  if (lockRenewTime >= lockDuration && !lockRenewUnsafe) {
     throw new EchoMQOptionError('lockRenewTime', `is ${lockRenewTime} ms but must be below lockDuration (${lockDuration} ms), or every lock lapses before its renewal`);
   }
   const limiter = opts.limiter;
@@ -113,6 +123,7 @@ export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOp
     concurrency: positiveInt(opts.concurrency, 'concurrency', DEFAULTS.concurrency),
     lockDuration,
     lockRenewTime,
+    lockRenewUnsafe,
     stalledInterval: positiveInt(opts.stalledInterval, 'stalledInterval', DEFAULTS.stalledInterval),
     maxStalledCount: nonNegativeInt(opts.maxStalledCount, 'maxStalledCount', DEFAULTS.maxStalledCount),
     autorun: opts.autorun ?? true,

@@ -77,8 +77,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.scripts = new Scripts(client, this.keys, this.options.maxEvents, this.options.limiter);
     this.lockManager = opts.lockManager ?? new LockManager();
     this.ownsLockManager = opts.lockManager === undefined;
-    const { lockDuration, lockRenewTime, heartbeatLateThreshold } = this.options;
-    this.locks = this.lockManager.register({ workerId: this.id, queue: name, scripts: this.scripts, lockDuration, lockRenewTime, heartbeatLateThreshold });
+    const { lockDuration, lockRenewTime, heartbeatLateThreshold, lockRenewUnsafe } = this.options;
+    this.locks = this.lockManager.register({
+      workerId: this.id, queue: name, scripts: this.scripts, lockDuration, lockRenewTime, heartbeatLateThreshold,
+      allowLapsingRenewTime: lockRenewUnsafe,
+    });
     this.fetcher = new Fetcher(this.scripts, this.blockingClient, lockDuration, this.options.drainDelay);
     this.sweeper = new StalledSweeper(this.scripts, this.options, (result) => {
       this.lockManager.reportStalled(name, this.id, result);
@@ -165,11 +168,12 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       }
       try {
         const token = uuid();
+        const sentAt = Date.now();
         const pickup = await this.fetcher.fetch(token);
         failures = 0;
         if (pickup.job) {
           this.idleEmitted = false;
-          this.startChain({ id: pickup.job.id, fields: pickup.job.fields, token });
+          this.startChain({ id: pickup.job.id, fields: pickup.job.fields, token, acquiredAt: sentAt });
           continue;
         }
         if (!this.idleEmitted && this.running === 0) {

@@ -1,0 +1,250 @@
+import { codeMeaning } from '../protocol/codes.js';
+import { EchoMQOptionError } from '../protocol/errors.js';
+import { describe } from '../protocol/names.js';
+import { runPipelined, type ScriptCall } from '../protocol/script.js';
+import { parseLockFailures, type Scripts } from '../protocol/scripts.js';
+import type {
+  HeartbeatErrorEvent, HeartbeatLateEvent, LockAcquiredEvent, LockReleasedEvent,
+  LockRenewalFailedEvent, LockRenewedEvent,
+} from './lock-events.js';
+import { Periodic } from './periodic.js';
+
+/** Why a job's signal was aborted: its lock lapsed (-2) or another token holds it (-6). */
+export class LockLostError extends Error {
+  override readonly name = 'LockLostError';
+  constructor(readonly queue: string, readonly jobId: string, readonly code: -2 | -6, detail = codeMeaning(code)) {
+    super(`lost the lock of job ${jobId} in queue ${queue}: ${detail}; its result will not be reported`);
+  }
+}
+
+/** What a worker tells the LockManager about itself when it registers. */
+export interface LockHolder {
+  workerId: string;
+  queue: string;
+  scripts: Scripts;
+  /** The lock TTL (ms) each renewal sets. */
+  lockDuration: number;
+  /** The heartbeat interval (ms); must be below lockDuration unless `allowLapsingRenewTime`. */
+  lockRenewTime: number;
+  /** A tick this many ms late is reported on heartbeatLate$. */
+  heartbeatLateThreshold: number;
+  /** Demos and tests only: accept lockRenewTime >= lockDuration, so locks lapse on purpose. */
+  allowLapsingRenewTime?: boolean;
+}
+
+/** The sinks a WorkerLocks reports to (the LockManager's subjects). */
+export interface LockEmitter {
+  acquired(event: LockAcquiredEvent): void;
+  released(event: LockReleasedEvent): void;
+  renewed(event: LockRenewedEvent): void;
+  renewalFailed(event: LockRenewalFailedEvent): void;
+  heartbeatLate(event: HeartbeatLateEvent): void;
+  heartbeatError(event: HeartbeatErrorEvent): void;
+}
+
+/** One ownership of a job (one pickup, one token), as its runner sees it. */
+export interface JobLock {
+  readonly jobId: string;
+  readonly token: string;
+  /** Aborted with a LockLostError when the lock is lost, or by the worker closing without waiting. */
+  readonly signal: AbortSignal;
+  /** True while the LockManager still renews this ownership. */
+  readonly held: boolean;
+  /** The code a renewal found, if one found the lock gone (-2) or taken (-6). */
+  readonly lostCode: -2 | -6 | undefined;
+  /** The runner is finishing the job: keep renewing, but a failure now is the finish's to judge. */
+  beginRelease(): void;
+  /** Stops renewing; the worker's timer stops when it holds nothing. */
+  release(reason: LockReleasedEvent['reason']): void;
+}
+
+/** Checks a holder's timing against PROTOCOL.md's rules; throws EchoMQOptionError naming the field. */
+export function validateHolder(holder: LockHolder): void {
+  const { lockDuration, lockRenewTime, heartbeatLateThreshold } = holder;
+  if (!Number.isInteger(lockDuration) || lockDuration <= 0) throw new EchoMQOptionError('lockDuration', `must be a whole number of ms above 0, got ${describe(lockDuration)}`);
+  if (!Number.isInteger(lockRenewTime) || lockRenewTime <= 0) throw new EchoMQOptionError('lockRenewTime', `must be a whole number of ms above 0, got ${describe(lockRenewTime)}`);
+  if (lockRenewTime >= lockDuration && !holder.allowLapsingRenewTime) {
+    throw new EchoMQOptionError('lockRenewTime', `is ${lockRenewTime} ms but must be below lockDuration (${lockDuration} ms), or every lock lapses before its renewal`);
+  }
+  if (typeof heartbeatLateThreshold !== 'number' || !(heartbeatLateThreshold > 0)) {
+    throw new EchoMQOptionError('heartbeatLateThreshold', `must be a number of ms above 0, got ${describe(heartbeatLateThreshold)}`);
+  }
+}
+
+class TrackedJob implements JobLock {
+  readonly controller = new AbortController();
+  releasing = false;
+  lostCode: -2 | -6 | undefined;
+
+  constructor(
+    private readonly owner: WorkerLocks,
+    readonly jobId: string,
+    readonly token: string,
+    /** When the lock was last set, at worst: when the command that set it was sent. */
+    public renewedAt: number,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get held(): boolean {
+    return this.owner.holds(this);
+  }
+
+  beginRelease(): void {
+    this.releasing = true;
+  }
+
+  release(reason: LockReleasedEvent['reason']): void {
+    this.owner.drop(this, reason);
+  }
+}
+
+/**
+ * One worker's tracked jobs and its one heartbeat timer. The timer runs only while the worker
+ * holds jobs; each tick sends every renewal (extendLocks-1, chunked) in one pipelined round trip,
+ * and only then lets subscribers see anything, so no subscriber can hold a renewal back.
+ */
+export class WorkerLocks {
+  private readonly jobs = new Map<string, TrackedJob>();
+  private readonly heartbeat: Periodic;
+  private closed = false;
+
+  constructor(
+    readonly holder: LockHolder,
+    private readonly chunkSize: number,
+    private readonly emit: LockEmitter,
+    private readonly onClose: () => void,
+  ) {
+    validateHolder(holder);
+    this.heartbeat = new Periodic(holder.lockRenewTime, (lateBy) => this.tick(lateBy));
+  }
+
+  /** How many jobs it holds now. */
+  get size(): number {
+    return this.jobs.size;
+  }
+
+  /** True once the worker closed its locks: nothing is renewed any more. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** True while its heartbeat timer runs (it holds at least one job). */
+  get timerActive(): boolean {
+    return this.heartbeat.active;
+  }
+
+  /**
+   * Starts renewing a job just picked up. `acquiredAt` is when the pickup that set the lock was
+   * sent (the lock is at least that fresh). A job this worker already held under an older token
+   * (its lock lapsed, a sweep requeued it, this worker took it again) loses the older ownership.
+   */
+  track(jobId: string, token: string, attemptsStarted: number, acquiredAt = Date.now()): JobLock {
+    const { queue, workerId } = this.holder;
+    const previous = this.jobs.get(jobId);
+    if (previous) this.lose(previous, -6, 'the job was picked up again by this worker under a new token', Date.now());
+    const job = new TrackedJob(this, jobId, token, acquiredAt);
+    this.jobs.set(jobId, job);
+    if (!this.closed) this.heartbeat.start();
+    this.emit.acquired({ type: 'acquired', queue, workerId, at: Date.now(), jobId, attemptsStarted });
+    return job;
+  }
+
+  /** Aborts the signal of every tracked job (close without waiting). */
+  abortAll(reason: Error): void {
+    for (const job of this.jobs.values()) job.controller.abort(reason);
+  }
+
+  /** Stops the timer, forgets every job and unregisters the worker. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.heartbeat.stop();
+    for (const job of [...this.jobs.values()]) this.drop(job, 'closed');
+    this.onClose();
+  }
+
+  /** @internal True while `job` is the ownership this worker renews for its id. */
+  holds(job: TrackedJob): boolean {
+    return this.jobs.get(job.jobId) === job;
+  }
+
+  /** @internal Forgets one ownership (no-op if it is no longer the current one). */
+  drop(job: TrackedJob, reason: LockReleasedEvent['reason']): void {
+    if (!this.holds(job)) return;
+    this.jobs.delete(job.jobId);
+    if (this.jobs.size === 0) void this.heartbeat.stop();
+    this.emit.released({ type: 'released', queue: this.holder.queue, workerId: this.holder.workerId, at: Date.now(), jobId: job.jobId, reason });
+  }
+
+  /** The job is no longer this worker's: abort its signal, stop renewing it, say why. */
+  private lose(job: TrackedJob, code: -2 | -6, reason: string, at: number): void {
+    const { queue, workerId } = this.holder;
+    job.lostCode = code;
+    job.controller.abort(new LockLostError(queue, job.jobId, code, reason));
+    this.emit.renewalFailed({ type: 'renewalFailed', queue, workerId, at, jobId: job.jobId, code, reason });
+    this.drop(job, 'lost');
+  }
+
+  /** One heartbeat: every tracked job renewed by extendLocks-1, all chunks in one round trip. */
+  private async tick(lateByMs: number): Promise<void> {
+    const { queue, workerId, lockDuration, heartbeatLateThreshold, scripts } = this.holder;
+    const jobs = [...this.jobs.values()];
+    if (jobs.length === 0) return;
+    const firedAt = Date.now();
+    let oldest = firedAt;
+    for (const job of jobs) if (job.renewedAt < oldest) oldest = job.renewedAt;
+
+    const calls: ScriptCall[] = [];
+    for (let i = 0; i < jobs.length; i += this.chunkSize) {
+      calls.push(scripts.extendLocksCall(jobs.slice(i, i + this.chunkSize).map((job) => [job.jobId, job.token]), lockDuration));
+    }
+    const sentAt = Date.now();
+    const inFlight = runPipelined(scripts.client, calls);
+    // The renewals are on the wire; now subscribers may run.
+    if (lateByMs > heartbeatLateThreshold) {
+      this.emit.heartbeatLate({ type: 'heartbeatLate', queue, workerId, at: firedAt, lateByMs, marginMs: oldest + lockDuration - firedAt, lockDuration, jobCount: jobs.length });
+    }
+    let replies: Array<[Error | null, unknown]>;
+    try {
+      replies = await inFlight;
+    } catch (error) {
+      this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at: Date.now(), error: error as Error, jobCount: jobs.length });
+      return;
+    }
+    const roundTripMs = Date.now() - sentAt;
+    this.apply(jobs, replies, sentAt, roundTripMs);
+  }
+
+  /** Reads a tick's replies: renewed jobs get a fresh renewedAt, lost ones are let go. */
+  private apply(jobs: TrackedJob[], replies: Array<[Error | null, unknown]>, sentAt: number, roundTripMs: number): void {
+    const { queue, workerId } = this.holder;
+    const at = Date.now();
+    const renewedIds: string[] = [];
+    const lost: Array<[TrackedJob, -2 | -6]> = [];
+    replies.forEach(([error, reply], chunk) => {
+      const chunkJobs = jobs.slice(chunk * this.chunkSize, (chunk + 1) * this.chunkSize);
+      if (error) {
+        this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at, error, jobCount: chunkJobs.length });
+        return;
+      }
+      const failed = new Map<string, -2 | -6>();
+      for (const failure of parseLockFailures(reply)) failed.set(failure.jobId, failure.code);
+      for (const job of chunkJobs) {
+        const code = failed.get(job.jobId);
+        if (code === undefined) {
+          job.renewedAt = sentAt;
+          renewedIds.push(job.jobId);
+        } else if (this.holds(job)) {
+          job.lostCode = code;
+          // A job being finished is judged by its finish: the -2 may be the finish's own DEL.
+          if (!job.releasing) lost.push([job, code]);
+        }
+      }
+    });
+    if (renewedIds.length > 0) this.emit.renewed({ type: 'renewed', queue, workerId, at, jobIds: renewedIds, roundTripMs });
+    for (const [job, code] of lost) this.lose(job, code, codeMeaning(code), at);
+  }
+}
