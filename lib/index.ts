@@ -8,3 +8,7 @@ export { EchoMQError, EchoMQOptionError } from './protocol/errors.js';
 export { Scripts, SCRIPTS, type Pickup, type RateLimit, type SweepResult } from './protocol/scripts.js';
 export { Script, type RedisClient } from './protocol/script.js';
 export * from './runtime/index.js';
+export * from './nest/index.js';
+// The @Processor decorator takes the name; the runtime's processor function type stays reachable as ProcessorFunction.
+export { Processor } from './nest/index.js';
+export type { Processor as ProcessorFunction } from './runtime/job-runner.js';

@@ -14,6 +14,8 @@ export interface JobContext {
   keys: Keys;
   scripts: Scripts;
   client: RedisClient;
+  /** Told when a job updates its progress (a Worker sets it, to emit its `progress` event). */
+  onProgress?(job: Job, progress: unknown): void;
 }
 
 /** A job hash that cannot be read as a job (a field missing or not JSON). */
@@ -84,6 +86,7 @@ export class Job<Data = unknown, Result = unknown> {
     const json = toJson(progress, 'progress');
     await this.context.scripts.updateProgress(this.id, json);
     this.progress = progress;
+    this.context.onProgress?.(this as Job, progress);
   }
 
   /** Appends a line to the job's log; returns how many lines it keeps. */

@@ -17,6 +17,8 @@ export interface WorkerEvents {
   ready: [];
   active: [job: Job];
   completed: [job: Job, result: unknown];
+  /** A job this worker runs stored its progress (job.updateProgress). */
+  progress: [job: Job, progress: unknown];
   /** `willRetry` is true when the job has attempts left and went back to wait or delayed. */
   failed: [job: Job, error: Error, willRetry: boolean];
   /** The worker lost a job's lock: its result was not reported (another worker may run it). */
@@ -88,7 +90,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       for (const { jobId } of result.movedToWait) this.emit('stalled', jobId, 'wait');
       for (const { jobId } of result.movedToFailed) this.emit('stalled', jobId, 'failed');
     }, (error) => this.reportError(error));
-    const context: JobContext = { queueName: name, keys: this.keys, scripts: this.scripts, client };
+    const context: JobContext = {
+      queueName: name, keys: this.keys, scripts: this.scripts, client,
+      onProgress: (job, progress) => this.emit('progress', job, progress),
+    };
     this.runner = new JobRunner(processor as Processor, this.scripts, context, this.locks, lockDuration, {
       active: (job) => this.emit('active', job),
       completed: (job, result) => this.emit('completed', job, result),

@@ -1,0 +1,26 @@
+import { Injectable, type Type } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { PROCESS_METADATA, PROCESSOR_METADATA, WORKER_EVENT_METADATA } from './echomq.constants.js';
+import type { ProcessorOptions } from './echomq.interfaces.js';
+import type { WorkerEventName } from './decorators/on-worker-event.decorator.js';
+
+/** Reads the EchoMQ decorators' metadata, and nothing else. */
+@Injectable()
+export class EchoMQMetadataAccessor {
+  constructor(private readonly reflector: Reflector) {}
+
+  /** The @Processor options of a class, if it has any. */
+  processorOptions(target: Type | Function): ProcessorOptions | undefined {
+    return this.reflector.get(PROCESSOR_METADATA, target);
+  }
+
+  /** The job names a method handles; `undefined` in the list is the default handler. */
+  jobNames(method: Function): Array<string | undefined> | undefined {
+    return this.reflector.get(PROCESS_METADATA, method);
+  }
+
+  /** The worker events a method listens to. */
+  workerEvents(method: Function): WorkerEventName[] | undefined {
+    return this.reflector.get(WORKER_EVENT_METADATA, method);
+  }
+}

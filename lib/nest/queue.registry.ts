@@ -1,0 +1,44 @@
+import { Injectable } from '@nestjs/common';
+import { Queue } from '../runtime/queue.js';
+import { ConfigRegistry } from './config.registry.js';
+import { DEFAULT_CONFIG_KEY } from './echomq.constants.js';
+import type { QueueSettings } from './echomq.interfaces.js';
+import { QUEUE_CONFIG_CONFLICT } from './echomq.messages.js';
+
+/** One Queue per name for the whole app, however many modules register it. */
+@Injectable()
+export class QueueRegistry {
+  private readonly queues = new Map<string, { queue: Queue; configKey: string }>();
+
+  constructor(private readonly configs: ConfigRegistry) {}
+
+  /** The queue `name`, created on first registration on its configuration's shared connection. */
+  register(name: string, configKey: string = DEFAULT_CONFIG_KEY, settings: QueueSettings = {}): Queue {
+    const existing = this.queues.get(name);
+    if (existing) {
+      if (existing.configKey !== configKey) throw new Error(QUEUE_CONFIG_CONFLICT(name, existing.configKey, configKey));
+      return existing.queue;
+    }
+    const { options, client } = this.configs.get(configKey, `queue "${name}"`);
+    const queue = new Queue(name, {
+      connection: client,
+      prefix: options.prefix,
+      ...settings,
+      defaultJobOptions: { ...options.defaultJobOptions, ...settings.defaultJobOptions },
+    });
+    this.queues.set(name, { queue, configKey });
+    return queue;
+  }
+
+  /** The registered queue `name`, if any. */
+  get(name: string): Queue | undefined {
+    return this.queues.get(name)?.queue;
+  }
+
+  /** Closes every queue (their shared connections are closed by the ConfigRegistry). */
+  async close(): Promise<void> {
+    const queues = [...this.queues.values()];
+    this.queues.clear();
+    await Promise.all(queues.map(({ queue }) => queue.close()));
+  }
+}

@@ -1,0 +1,94 @@
+import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
+import { LockManager } from '../runtime/lock-manager.js';
+import { Worker } from '../runtime/worker.js';
+import { ConfigRegistry } from './config.registry.js';
+import { EchoMQExplorer, type ProcessorDefinition } from './echomq.explorer.js';
+import { INVALID_PROCESSOR_OPTIONS, NOT_INITIALIZED, WORKERS_CLOSED } from './echomq.messages.js';
+import { ProcessorDispatcher } from './processor.dispatcher.js';
+import { QueueRegistry } from './queue.registry.js';
+
+/**
+ * Starts a Worker per @Processor after the app is initialized, and stops them on shutdown:
+ * first the workers drain (no more fetching; running jobs finish with their locks renewed, and
+ * may still add jobs), only then the queues, the shared connections and the LockManager close.
+ * Also the public handle to start workers by hand (startWorkers: false) and to look them up.
+ */
+@Injectable()
+export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestroy, OnApplicationShutdown {
+  private readonly logger = new Logger('EchoMQ');
+  private readonly workers = new Map<string, Worker>();
+  private closed = false;
+
+  constructor(
+    private readonly explorer: EchoMQExplorer,
+    private readonly dispatcher: ProcessorDispatcher,
+    private readonly configs: ConfigRegistry,
+    private readonly queues: QueueRegistry,
+    private readonly lockManager: LockManager,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const automatic = this.explorer.definitions.filter((d) => this.configs.get(d.configKey, `processor ${d.className}`).options.startWorkers !== false);
+    for (const definition of automatic) this.start(definition);
+  }
+
+  /**
+   * Starts the workers not running yet (all, or those of one configuration): for apps that set
+   * `startWorkers: false` and decide later. Returns the workers started now.
+   */
+  startWorkers(configKey?: string): Worker[] {
+    if (this.closed) throw new Error(WORKERS_CLOSED());
+    if (!this.explorer.ready) throw new Error(NOT_INITIALIZED());
+    return this.explorer.definitions
+      .filter((d) => (configKey === undefined || d.configKey === configKey) && !this.workers.has(d.queueName))
+      .map((d) => this.start(d));
+  }
+
+  /** The running worker of a queue, if one was started. */
+  getWorker(queueName: string): Worker | undefined {
+    return this.workers.get(queueName);
+  }
+
+  /** Every worker started, by queue name. */
+  getWorkers(): ReadonlyMap<string, Worker> {
+    return this.workers;
+  }
+
+  /** Drains the workers: they stop fetching and finish their running jobs. */
+  async onModuleDestroy(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.workers.values()].map((worker) => worker.close()));
+  }
+
+  /** After the workers: the queues, then the shared connections, then the LockManager's streams. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.onModuleDestroy();
+    await this.queues.close();
+    await this.configs.close();
+    await this.lockManager.close();
+  }
+
+  private start(definition: ProcessorDefinition): Worker {
+    const existing = this.workers.get(definition.queueName);
+    if (existing) return existing;
+    const { options, client } = this.configs.get(definition.configKey, `processor ${definition.className}`);
+    let worker: Worker;
+    try {
+      worker = new Worker(definition.queueName, this.dispatcher.processorFor(definition), {
+        ...options.worker,
+        ...definition.workerOptions,
+        connection: client,
+        prefix: options.prefix,
+        lockManager: this.lockManager,
+        autorun: false,
+      });
+    } catch (error) {
+      throw new Error(INVALID_PROCESSOR_OPTIONS(definition.className, (error as Error).message));
+    }
+    worker.on('error', (error) => this.logger.error(`worker of queue "${definition.queueName}" (${definition.className}): ${error.message}`, error.stack));
+    this.dispatcher.bindEvents(definition, worker);
+    this.workers.set(definition.queueName, worker);
+    worker.run().catch((error: Error) => this.logger.error(`worker of queue "${definition.queueName}" stopped: ${error.message}`, error.stack));
+    return worker;
+  }
+}

@@ -1,0 +1,171 @@
+import 'reflect-metadata';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { Inject, Injectable, Module } from '@nestjs/common';
+import type { TestingModule } from '@nestjs/testing';
+import {
+  EchoMQModule, InjectQueue, Process, Processor, Queue, WorkerOrchestrator, getQueueToken,
+  type EchoMQOptionsFactory, type EchoMQQueueOptionsFactory, type EchoMQRootOptions, type Job,
+} from '../lib/index.js';
+import { startApp } from './support/nest.js';
+import { eventually, newClient, queueKeys, redisUrl, uniqueQueueName } from './support/redis.js';
+
+const SETTINGS = 'SETTINGS';
+
+/** Stands in for a ConfigModule: a provider the async factories inject. */
+@Module({ providers: [{ provide: SETTINGS, useFactory: () => ({ url: redisUrl(), attempts: 3 }) }], exports: [SETTINGS] })
+class SettingsModule {}
+
+describe('EchoMQModule registration', () => {
+  let app: TestingModule | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it('registerQueue in two modules yields one Queue, injected by @InjectQueue and by token', async () => {
+    const name = uniqueQueueName('shared');
+    @Injectable()
+    class Producer {
+      constructor(@InjectQueue(name) readonly queue: Queue) {}
+    }
+    @Module({ imports: [EchoMQModule.registerQueue(name)], providers: [Producer], exports: [Producer] })
+    class FeatureA {}
+    @Module({ imports: [EchoMQModule.registerQueue({ name })] })
+    class FeatureB {}
+    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() }), FeatureA, FeatureB] });
+    const byToken = app.get<Queue>(getQueueToken(name), { strict: false });
+    expect(byToken).toBeInstanceOf(Queue);
+    expect(app.get(Producer, { strict: false }).queue).toBe(byToken);
+    const job = await byToken.add('hello', { n: 1 });
+    expect(await job.getState()).toBe('wait');
+  });
+
+  it('forRoot(configKey, options) gives a named configuration its own prefix, queues and processors', async () => {
+    const name = uniqueQueueName('named');
+    @Processor({ name, configKey: 'other' })
+    class OtherProcessor {
+      @Process() handle(job: Job<{ n: number }>) {
+        return job.data.n * 2;
+      }
+    }
+    app = await startApp({
+      imports: [
+        EchoMQModule.forRoot({ connection: redisUrl() }),
+        EchoMQModule.forRoot('other', { connection: redisUrl(), prefix: 'other' }),
+        EchoMQModule.registerQueue({ name, configKey: 'other' }),
+      ],
+      providers: [OtherProcessor],
+    });
+    const queue = app.get<Queue>(getQueueToken(name), { strict: false });
+    expect(queue.keys.prefix).toBe('other');
+    const job = await queue.add('double', { n: 21 });
+    await eventually(async () => (await queue.getJob(job.id))?.returnvalue === 42, 10_000, 'the job on the named configuration');
+    const client = newClient();
+    try {
+      expect((await queueKeys(client, name, 'other')).length).toBeGreaterThan(0);
+      expect(await queueKeys(client, name, 'emq')).toEqual([]);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('forRootAsync with useFactory, imports, inject and extraProviders', async () => {
+    const name = uniqueQueueName('async');
+    app = await startApp({
+      imports: [
+        EchoMQModule.forRootAsync({
+          imports: [SettingsModule],
+          inject: [SETTINGS, 'EXTRA'],
+          extraProviders: [{ provide: 'EXTRA', useValue: { attempts: 2 } }],
+          useFactory: (settings: { url: string }, extra: { attempts: number }): EchoMQRootOptions => ({
+            connection: settings.url,
+            defaultJobOptions: { attempts: extra.attempts },
+          }),
+        }),
+        EchoMQModule.registerQueue(name),
+      ],
+    });
+    const job = await app.get<Queue>(getQueueToken(name), { strict: false }).add('x', {});
+    expect(job.opts.attempts).toBe(2);
+  });
+
+  it('forRootAsync with useClass calls the class factory; useExisting reuses a provider', async () => {
+    const created = jest.fn();
+    @Injectable()
+    class RootOptions implements EchoMQOptionsFactory {
+      constructor(@Inject(SETTINGS) private readonly settings: { url: string }) {}
+      createEchoMQOptions(): EchoMQRootOptions {
+        created();
+        return { connection: this.settings.url, prefix: 'cls' };
+      }
+    }
+    @Module({ imports: [SettingsModule], providers: [RootOptions], exports: [RootOptions] })
+    class RootOptionsModule {}
+    const a = uniqueQueueName('cls');
+    const b = uniqueQueueName('existing');
+    app = await startApp({
+      imports: [
+        EchoMQModule.forRootAsync({ imports: [SettingsModule], useClass: RootOptions }),
+        EchoMQModule.forRootAsync({ configKey: 'existing', imports: [RootOptionsModule], useExisting: RootOptions }),
+        EchoMQModule.registerQueue(a, { name: b, configKey: 'existing' }),
+      ],
+    });
+    expect(created).toHaveBeenCalledTimes(2);
+    expect(app.get<Queue>(getQueueToken(a), { strict: false }).keys.prefix).toBe('cls');
+    expect(app.get<Queue>(getQueueToken(b), { strict: false }).keys.prefix).toBe('cls');
+  });
+
+  it('registerQueueAsync resolves its queue from useFactory and from useClass', async () => {
+    const a = uniqueQueueName('qf');
+    const b = uniqueQueueName('qc');
+    const created = jest.fn();
+    @Injectable()
+    class QueueSettings implements EchoMQQueueOptionsFactory {
+      createQueueOptions() {
+        created();
+        return { defaultJobOptions: { priority: 7 } };
+      }
+    }
+    app = await startApp({
+      imports: [
+        EchoMQModule.forRoot({ connection: redisUrl() }),
+        EchoMQModule.registerQueueAsync(
+          { name: a, imports: [SettingsModule], inject: [SETTINGS], useFactory: (s: { attempts: number }) => ({ defaultJobOptions: { attempts: s.attempts } }) },
+          { name: b, useClass: QueueSettings },
+        ),
+      ],
+    });
+    expect(created).toHaveBeenCalledTimes(1);
+    expect((await app.get<Queue>(getQueueToken(a), { strict: false }).add('x', {})).opts.attempts).toBe(3);
+    expect((await app.get<Queue>(getQueueToken(b), { strict: false }).add('x', {})).opts.priority).toBe(7);
+  });
+
+  it('refuses a registerQueueAsync without a name, or without a factory, with a clear error', () => {
+    expect(() => EchoMQModule.registerQueueAsync({ useFactory: () => ({}) } as never)).toThrow(/needs a queue name/);
+    expect(() => EchoMQModule.registerQueueAsync({ name: 'x' })).toThrow(/useFactory, useClass or useExisting/);
+  });
+
+  it('a queue or processor on a configuration nobody declared fails at init, naming it', async () => {
+    const name = uniqueQueueName('nocfg');
+    await expect(startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() }), EchoMQModule.registerQueue({ name, configKey: 'missing' })] }))
+      .rejects.toThrow(/configuration "missing".*forRoot\("missing"/);
+  });
+
+  it('exposes the orchestrator with one worker per processor, options from root defaults and the decorator', async () => {
+    const name = uniqueQueueName('opts');
+    @Processor({ name, concurrency: 3 })
+    class Tuned {
+      @Process() run() {
+        return 1;
+      }
+    }
+    app = await startApp({
+      imports: [EchoMQModule.forRoot({ connection: redisUrl(), worker: { lockDuration: 4000, concurrency: 1 } })],
+      providers: [Tuned],
+    });
+    const worker = app.get(WorkerOrchestrator, { strict: false }).getWorker(name)!;
+    expect(worker.options.concurrency).toBe(3);
+    expect(worker.options.lockDuration).toBe(4000);
+    expect(worker.options.lockRenewTime).toBe(2000);
+  });
+});
