@@ -18,7 +18,7 @@ export interface JobOptions {
   jobId?: string;
   /** Milliseconds before the job becomes ready. Default 0. */
   delay?: number;
-  /** 1 (highest) to 2,097,152; jobs without a priority run before prioritized ones. Default none. */
+  /** 1 (highest) to 2,097,151; jobs without a priority run before prioritized ones. Default none. */
   priority?: number;
   /** Total attempts, the first included. Default 1. */
   attempts?: number;
@@ -84,7 +84,8 @@ export const DEFAULTS = {
   stalledInterval: 30_000,
   maxStalledCount: 1,
   drainDelay: 5,
-  maxPriority: 2 ** 21,
+  // The prioritized score is priority * 2^32 + a counter; below 2^21 it stays under 2^53, an exact double.
+  maxPriority: 2 ** 21 - 1,
 } as const;
 
 export interface ResolvedWorkerOptions {

@@ -1,0 +1,499 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { readdirSync } from 'node:fs';
+import { v4 as uuid } from 'uuid';
+import { EchoMQError, SCRIPTS } from '../lib/index.js';
+import { findLuaDir } from '../lib/protocol/lua-source.js';
+import { newClient } from './support/redis.js';
+import { newJob, pickAll, pickup, scriptsFor, snapshot } from './support/scripts.js';
+
+// Conformance of every lua script, called through Scripts (or SCRIPTS) against a real Redis.
+const client = newClient();
+afterAll(() => client.quit());
+
+async function rejection(promise: Promise<unknown>): Promise<EchoMQError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(EchoMQError);
+    return error as EchoMQError;
+  }
+  throw new Error('expected an EchoMQError');
+}
+
+/** One job added and picked up: its id and the token that holds its lock. */
+async function activeJob(s = scriptsFor(client), overrides = {}) {
+  const { jobId } = await s.scripts.addJob(newJob(overrides));
+  const { pickup: taken, token } = await pickup(s.scripts);
+  expect(taken.job?.id).toBe(jobId);
+  return { ...s, jobId, token };
+}
+
+function finish(jobId: string, token: string, extra = {}) {
+  return { jobId, token, timestamp: Date.now(), outcome: 'completed' as const, value: '"ok"', stacktrace: '', keepCount: -1, keepAgeMs: 0, ...extra };
+}
+
+describe('the script files', () => {
+  it('each script takes as many KEYS as its file name says, and a wrong count fails before Redis', async () => {
+    const files = readdirSync(findLuaDir()).filter((f) => f.endsWith('.lua')).sort();
+    expect(Object.values(SCRIPTS).map((s) => s.fileName).sort()).toEqual(files);
+    for (const script of Object.values(SCRIPTS)) {
+      const declared = script.lua.match(/KEYS\[(\d+)\]/g)?.map((m) => Number(m.slice(5, -1))) ?? [];
+      expect(Math.max(...declared)).toBe(script.numberOfKeys);
+      await expect(script.run(client, ['only-one', 'two', 'three'].slice(0, script.numberOfKeys === 1 ? 2 : 1), []))
+        .rejects.toThrow(`takes ${script.numberOfKeys} KEYS`);
+    }
+  });
+
+  it('recovers from SCRIPT FLUSH without failing the caller (single call and pipeline)', async () => {
+    const { scripts } = scriptsFor(client);
+    await scripts.addJob(newJob());
+    await client.script('FLUSH');
+    const { jobId } = await scripts.addJob(newJob());
+    expect(jobId).toBe('2');
+    await client.script('FLUSH');
+    const added = await scripts.addJobs([newJob(), newJob()]);
+    expect(added).toEqual([{ jobId: '3', created: true }, { jobId: '4', created: true }]);
+    expect(await client.script('EXISTS', SCRIPTS.addJob.sha)).toEqual([1]);
+  });
+});
+
+describe('addJob-9', () => {
+  it('adds plain jobs to wait with counter ids, and emits waiting', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    expect(await scripts.addJob(newJob({ name: 'a', data: '{"n":1}' }))).toEqual({ jobId: '1', created: true });
+    expect(await scripts.addJob(newJob())).toEqual({ jobId: '2', created: true });
+    expect(await client.lrange(keys.wait, 0, -1)).toEqual(['2', '1']);
+    expect(await client.hget(keys.job('1'), 'data')).toBe('{"n":1}');
+    expect(await client.zcard(keys.marker)).toBe(1);
+    const events = await client.xrange(keys.events, '-', '+');
+    expect(events.map(([, f]) => f[1])).toEqual(['waiting', 'waiting']);
+  });
+
+  it('a duplicate custom id returns the existing job and writes nothing', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    expect(await scripts.addJob(newJob({ customId: 'order-a', data: '{"v":1}' }))).toEqual({ jobId: 'order-a', created: true });
+    const before = await snapshot(client, keys);
+    expect(await scripts.addJob(newJob({ customId: 'order-a', data: '{"v":2}', delay: 500 }))).toEqual({ jobId: 'order-a', created: false });
+    expect(await snapshot(client, keys)).toEqual(before);
+  });
+
+  it('puts delayed jobs in delayed, scored by due time, and sets the marker to that time', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    const now = Date.now();
+    await scripts.addJob(newJob({ timestamp: now, delay: 5000 }));
+    expect(await client.zrange(keys.delayed, 0, -1, 'WITHSCORES')).toEqual(['1', String(now + 5000)]);
+    expect(await client.zscore(keys.marker, '1')).toBe(String(now + 5000));
+    expect(await client.llen(keys.wait)).toBe(0);
+  });
+
+  it('puts prioritized jobs in prioritized, FIFO within one priority; paused queues get the paused list', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    await scripts.addJob(newJob({ priority: 3 }));
+    await scripts.addJob(newJob({ priority: 1 }));
+    await scripts.addJob(newJob({ priority: 3 }));
+    await scripts.addJob(newJob());
+    expect(await client.zrange(keys.prioritized, 0, -1)).toEqual(['2', '1', '3']);
+    expect(await pickAll(scripts)).toEqual(['4', '2', '1', '3']);
+    await scripts.pause('pause');
+    await scripts.addJob(newJob());
+    expect(await client.lrange(keys.paused, 0, -1)).toEqual(['5']);
+  });
+
+  it('keeps FIFO within the highest priority allowed (the score stays an exact double)', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    const { DEFAULTS } = await import('../lib/runtime/options.js');
+    // Counter values 3, 4, 5: above 2^53 they would round to one score, and ties go by member name.
+    await client.set(keys.pc, 2);
+    for (const customId of ['job-c', 'job-b', 'job-a']) await scripts.addJob(newJob({ customId, priority: DEFAULTS.maxPriority }));
+    expect(await pickAll(scripts)).toEqual(['job-c', 'job-b', 'job-a']);
+  });
+});
+
+describe('moveToActive-11', () => {
+  it('takes the oldest job, acquires its lock with the token under PX, counts ats, emits active', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    await scripts.addJob(newJob());
+    await scripts.addJob(newJob());
+    const { pickup: taken, token } = await pickup(scripts, 10_000);
+    expect(taken.job?.id).toBe('1');
+    expect(await client.get(keys.lock('1'))).toBe(token);
+    const ttl = await client.pttl(keys.lock('1'));
+    expect(ttl).toBeGreaterThan(5000);
+    expect(ttl).toBeLessThanOrEqual(10_000);
+    expect(await client.lrange(keys.active, 0, -1)).toEqual(['1']);
+    expect(await client.hget(keys.job('1'), 'ats')).toBe('1');
+    expect(await client.hget(keys.job('1'), 'processedOn')).not.toBeNull();
+    // More work left: the marker is passed on for another worker.
+    expect(await client.zcard(keys.marker)).toBe(1);
+    const last = await client.xrevrange(keys.events, '+', '-', 'COUNT', 1);
+    expect(last[0][1].slice(0, 4)).toEqual(['event', 'active', 'jobId', '1']);
+  });
+
+  it('returns no job when empty or paused, with the next delayed time; promotes due delayed jobs', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    expect((await pickup(scripts)).pickup).toEqual({ job: undefined, nextDelayedAt: 0, rateLimitedFor: 0 });
+    const now = Date.now();
+    await scripts.addJob(newJob({ timestamp: now, delay: 60_000 }));
+    await scripts.addJob(newJob({ timestamp: now - 1000, delay: 500 }));
+    const { pickup: taken } = await pickup(scripts);
+    expect(taken.job?.id).toBe('2');
+    expect(taken.nextDelayedAt).toBe(now + 60_000);
+    await scripts.addJob(newJob());
+    await scripts.pause('pause');
+    expect((await pickup(scripts)).pickup.job).toBeUndefined();
+    expect(await client.lrange(keys.paused, 0, -1)).toEqual(['3']);
+  });
+
+  it('drops an id whose hash is missing instead of handing out an empty job', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    await scripts.addJob(newJob());
+    await scripts.addJob(newJob());
+    await client.del(keys.job('1'));
+    expect((await pickup(scripts)).pickup.job?.id).toBe('2');
+    expect(await client.lrange(keys.active, 0, -1)).toEqual(['2']);
+    expect(await client.exists(keys.lock('1'))).toBe(0);
+  });
+});
+
+describe('extendLock-2 and extendLocks-1', () => {
+  it('extendLock renews only for the holding token, and takes the job off stalled', async () => {
+    const { keys, scripts, jobId, token } = await activeJob();
+    await client.sadd(keys.stalled, jobId);
+    await client.pexpire(keys.lock(jobId), 1000);
+    expect(await scripts.extendLock(jobId, token, 20_000)).toBe(true);
+    expect(await client.pttl(keys.lock(jobId))).toBeGreaterThan(10_000);
+    expect(await client.sismember(keys.stalled, jobId)).toBe(0);
+
+    await client.sadd(keys.stalled, jobId);
+    const before = await snapshot(client, keys);
+    expect(await scripts.extendLock(jobId, uuid(), 20_000)).toBe(false);
+    await client.del(keys.lock(jobId));
+    expect(await scripts.extendLock(jobId, token, 20_000)).toBe(false);
+    expect(await client.exists(keys.lock(jobId))).toBe(0);
+    expect(await client.sismember(keys.stalled, jobId)).toBe(1);
+    delete before[keys.lock(jobId)];
+    expect(await snapshot(client, keys)).toEqual(before);
+  });
+
+  it('extendLocks renews every held lock and reports -2 (no lock) and -6 (other token)', async () => {
+    const s = scriptsFor(client);
+    const a = await activeJob(s);
+    const b = await activeJob(s);
+    const c = await activeJob(s);
+    await client.del(s.keys.lock(b.jobId));
+    await client.set(s.keys.lock(c.jobId), 'someone-else', 'PX', 30_000);
+    await client.sadd(s.keys.stalled, a.jobId, b.jobId, c.jobId);
+    const [[error, reply]] = await (await import('../lib/protocol/script.js')).runPipelined(client, [
+      s.scripts.extendLocksCall([[a.jobId, a.token], [b.jobId, b.token], [c.jobId, c.token]], 25_000),
+    ]);
+    expect(error).toBeNull();
+    expect(reply).toEqual([b.jobId, -2, c.jobId, -6]);
+    expect(await client.smembers(s.keys.stalled)).toEqual(expect.arrayContaining([b.jobId, c.jobId]));
+    expect(await client.sismember(s.keys.stalled, a.jobId)).toBe(0);
+    expect(await client.get(s.keys.lock(c.jobId))).toBe('someone-else');
+    expect(await client.exists(s.keys.lock(b.jobId))).toBe(0);
+
+    const all = await SCRIPTS.extendLocks.run(client, [s.keys.stalled], [s.keys.base, 25_000, a.jobId, a.token]);
+    expect(all).toEqual([]);
+  });
+});
+
+describe('moveToFinished-14', () => {
+  it('completes: releases the lock, records the result, adds to completed, emits completed', async () => {
+    const { keys, scripts, jobId, token } = await activeJob();
+    await client.sadd(keys.stalled, jobId);
+    const next = await scripts.moveToFinished(finish(jobId, token, { value: '{"r":1}' }));
+    expect(next.job).toBeUndefined();
+    expect(await client.exists(keys.lock(jobId))).toBe(0);
+    expect(await client.sismember(keys.stalled, jobId)).toBe(0);
+    expect(await client.llen(keys.active)).toBe(0);
+    expect(await client.zrange(keys.completed, 0, -1)).toEqual([jobId]);
+    expect(await client.hmget(keys.job(jobId), 'returnvalue', 'atm')).toEqual(['{"r":1}', '1']);
+    const last = await client.xrevrange(keys.events, '+', '-', 'COUNT', 1);
+    expect(last[0][1]).toEqual(['event', 'completed', 'jobId', jobId, 'returnvalue', '{"r":1}']);
+  });
+
+  it('fails: stores failedReason and stacktrace in failed', async () => {
+    const { keys, scripts, jobId, token } = await activeJob();
+    await scripts.moveToFinished(finish(jobId, token, { outcome: 'failed', value: 'boom', stacktrace: '["at x"]' }));
+    expect(await client.zrange(keys.failed, 0, -1)).toEqual([jobId]);
+    expect(await client.hmget(keys.job(jobId), 'failedReason', 'stacktrace')).toEqual(['boom', '["at x"]']);
+  });
+
+  it('fetch-next takes the next job in the same call with the new token', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts, jobId, token } = await activeJob(s);
+    await scripts.addJob(newJob());
+    const nextToken = uuid();
+    const next = await scripts.moveToFinished(finish(jobId, token, { next: { token: nextToken, lockDuration: 20_000 } }));
+    expect(next.job?.id).toBe('2');
+    expect(next.job?.fields).toEqual(expect.arrayContaining(['name', 'test', 'ats', '1']));
+    expect(await client.get(keys.lock('2'))).toBe(nextToken);
+    expect(await client.lrange(keys.active, 0, -1)).toEqual(['2']);
+  });
+
+  it('keep count 0 removes the job now; a positive count keeps only the newest', async () => {
+    const s = scriptsFor(client);
+    const first = await activeJob(s);
+    await s.scripts.moveToFinished(finish(first.jobId, first.token, { keepCount: 0 }));
+    expect(await client.exists(s.keys.job(first.jobId))).toBe(0);
+    expect(await client.zcard(s.keys.completed)).toBe(0);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const job = await activeJob(s);
+      ids.push(job.jobId);
+      await s.scripts.moveToFinished(finish(job.jobId, job.token, { keepCount: 2, timestamp: Date.now() + i }));
+    }
+    expect(await client.zrange(s.keys.completed, 0, -1)).toEqual(ids.slice(2));
+    expect(await client.exists(s.keys.job(ids[0]), s.keys.job(ids[1]))).toBe(0);
+  });
+
+  it('-1 no job, -2 no lock, -6 another token, -3 not in active: each changes nothing', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts, jobId, token } = await activeJob(s);
+
+    const missing = await rejection(scripts.moveToFinished(finish('nope', token)));
+    expect([missing.code, missing.jobId, missing.script]).toEqual([-1, 'nope', 'moveToFinished-14.lua']);
+
+    const before = await snapshot(client, keys);
+    const mismatch = await rejection(scripts.moveToFinished(finish(jobId, uuid())));
+    expect([mismatch.code, mismatch.codeName]).toEqual([-6, 'JobLockMismatch']);
+    expect(mismatch.message).toContain(jobId);
+    expect(await snapshot(client, keys)).toEqual(before);
+
+    await client.del(keys.lock(jobId));
+    const noLockBefore = await snapshot(client, keys);
+    expect((await rejection(scripts.moveToFinished(finish(jobId, token)))).code).toBe(-2);
+    expect(await snapshot(client, keys)).toEqual(noLockBefore);
+
+    await client.set(keys.lock(jobId), token);
+    await client.lrem(keys.active, 0, jobId);
+    const notActive = await snapshot(client, keys);
+    expect((await rejection(scripts.moveToFinished(finish(jobId, token)))).code).toBe(-3);
+    expect(await snapshot(client, keys)).toEqual(notActive);
+  });
+});
+
+describe('retryJob-12', () => {
+  it('puts the job back to wait (no delay) or to delayed (backoff), releasing its lock', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts, jobId, token } = await activeJob(s);
+    await scripts.retryJob({ jobId, token, timestamp: Date.now(), delay: 0, failedReason: 'try again', stacktrace: '[]' });
+    expect(await client.lrange(keys.wait, 0, -1)).toEqual([jobId]);
+    expect(await client.exists(keys.lock(jobId))).toBe(0);
+    expect(await client.hmget(keys.job(jobId), 'atm', 'failedReason')).toEqual(['1', 'try again']);
+
+    const again = await pickup(scripts);
+    const now = Date.now();
+    await scripts.retryJob({ jobId, token: again.token, timestamp: now, delay: 2000, failedReason: 'later', stacktrace: '[]' });
+    expect(await client.zrange(keys.delayed, 0, -1, 'WITHSCORES')).toEqual([jobId, String(now + 2000)]);
+    expect(await client.llen(keys.active)).toBe(0);
+    expect(await client.hget(keys.job(jobId), 'ats')).toBe('2');
+  });
+
+  it('-1, -2, -6 and -3 change nothing', async () => {
+    const { keys, scripts, jobId, token } = await activeJob();
+    const retry = (id: string, t: string) => scripts.retryJob({ jobId: id, token: t, timestamp: Date.now(), delay: 0, failedReason: 'x', stacktrace: '[]' });
+    expect((await rejection(retry('ghost', token))).code).toBe(-1);
+    const before = await snapshot(client, keys);
+    expect((await rejection(retry(jobId, uuid()))).code).toBe(-6);
+    expect(await snapshot(client, keys)).toEqual(before);
+    await client.del(keys.lock(jobId));
+    expect((await rejection(retry(jobId, token))).code).toBe(-2);
+    await client.set(keys.lock(jobId), token);
+    await client.lrem(keys.active, 0, jobId);
+    const notActive = await snapshot(client, keys);
+    expect((await rejection(retry(jobId, token))).code).toBe(-3);
+    expect(await snapshot(client, keys)).toEqual(notActive);
+  });
+});
+
+describe('moveStalledJobsToWait-8', () => {
+  it('marks active jobs on the first sweep; moves the unlocked ones on the next; fails them past the limit', async () => {
+    const s = scriptsFor(client);
+    const held = await activeJob(s);
+    const lapsed = await activeJob(s);
+    const sweep = () => s.scripts.moveStalledJobsToWait(1, Date.now(), 60_000);
+
+    expect(await sweep()).toEqual({ movedToWait: [], movedToFailed: [] });
+    expect((await client.smembers(s.keys.stalled)).sort()).toEqual([held.jobId, lapsed.jobId].sort());
+    // The guard: a second sweep within the interval does nothing.
+    await client.del(s.keys.lock(lapsed.jobId));
+    expect(await sweep()).toEqual({ movedToWait: [], movedToFailed: [] });
+
+    await client.del(s.keys.stalledCheck);
+    expect(await sweep()).toEqual({ movedToWait: [{ jobId: lapsed.jobId, stalledCount: 1 }], movedToFailed: [] });
+    expect(await client.lrange(s.keys.wait, 0, -1)).toEqual([lapsed.jobId]);
+    expect(await client.lrange(s.keys.active, 0, -1)).toEqual([held.jobId]);
+    expect(await client.smembers(s.keys.stalled)).toEqual([held.jobId]);
+
+    // Picked up again and lapsed again: stc 2 > maxStalledCount 1, so it fails for good.
+    const again = await pickup(s.scripts);
+    expect(again.pickup.job?.id).toBe(lapsed.jobId);
+    await client.del(s.keys.stalledCheck);
+    await sweep();
+    await client.del(s.keys.lock(lapsed.jobId), s.keys.stalledCheck);
+    expect(await sweep()).toEqual({ movedToWait: [], movedToFailed: [{ jobId: lapsed.jobId, stalledCount: 2 }] });
+    expect(await client.zrange(s.keys.failed, 0, -1)).toEqual([lapsed.jobId]);
+    expect(await client.hget(s.keys.job(lapsed.jobId), 'failedReason')).toBe('job stalled more than allowable limit');
+    const names = (await client.xrange(s.keys.events, '-', '+')).map(([, f]) => f[1]);
+    expect(names.filter((n) => n === 'stalled')).toHaveLength(2);
+    expect(names.at(-1)).toBe('failed');
+  });
+
+  it('a job renewed between the sweeps does not stall; a paused queue gets it in paused', async () => {
+    const s = scriptsFor(client);
+    const renewed = await activeJob(s);
+    const lapsed = await activeJob(s);
+    await s.scripts.moveStalledJobsToWait(1, Date.now(), 60_000);
+    expect(await s.scripts.extendLock(renewed.jobId, renewed.token, 30_000)).toBe(true);
+    await client.del(s.keys.lock(lapsed.jobId), s.keys.stalledCheck);
+    await s.scripts.pause('pause');
+    const result = await s.scripts.moveStalledJobsToWait(1, Date.now(), 60_000);
+    expect(result.movedToWait.map((m) => m.jobId)).toEqual([lapsed.jobId]);
+    expect(await client.lrange(s.keys.paused, 0, -1)).toEqual([lapsed.jobId]);
+    expect(await client.llen(s.keys.wait)).toBe(0);
+  });
+});
+
+describe('pause-6', () => {
+  it('moves wait to paused and back in order, reports whether the state changed, wakes a worker', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    for (let i = 0; i < 3; i++) await scripts.addJob(newJob());
+    expect(await scripts.pause('pause')).toBe(true);
+    expect(await scripts.pause('pause')).toBe(false);
+    expect(await client.hget(keys.meta, 'paused')).toBe('1');
+    expect(await client.lrange(keys.paused, 0, -1)).toEqual(['3', '2', '1']);
+    expect(await client.exists(keys.wait)).toBe(0);
+    await scripts.addJob(newJob());
+    await client.del(keys.marker);
+    expect(await scripts.pause('resume')).toBe(true);
+    expect(await scripts.pause('resume')).toBe(false);
+    expect(await client.hexists(keys.meta, 'paused')).toBe(0);
+    expect(await client.zcard(keys.marker)).toBe(1);
+    expect(await pickAll(scripts)).toEqual(['1', '2', '3', '4']);
+  });
+});
+
+describe('updateProgress-2 and addLog-2', () => {
+  it('store progress with an event, append and trim logs, and answer -1 for a missing job', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    const { jobId } = await scripts.addJob(newJob());
+    await scripts.updateProgress(jobId, '{"pct":50}');
+    expect(await client.hget(keys.job(jobId), 'progress')).toBe('{"pct":50}');
+    const last = await client.xrevrange(keys.events, '+', '-', 'COUNT', 1);
+    expect(last[0][1]).toEqual(['event', 'progress', 'jobId', jobId, 'data', '{"pct":50}']);
+
+    expect(await scripts.addLog(jobId, 'one', 2)).toBe(1);
+    expect(await scripts.addLog(jobId, 'two', 2)).toBe(2);
+    expect(await scripts.addLog(jobId, 'three', 2)).toBe(2);
+    expect(await client.lrange(keys.logs(jobId), 0, -1)).toEqual(['two', 'three']);
+
+    const before = await snapshot(client, keys);
+    expect((await rejection(scripts.updateProgress('ghost', '1'))).code).toBe(-1);
+    expect((await rejection(scripts.addLog('ghost', 'x', 0))).code).toBe(-1);
+    expect(await snapshot(client, keys)).toEqual(before);
+  });
+});
+
+describe('removeJob-10', () => {
+  it('removes a job from any state with its logs, refuses a locked one, answers missing', async () => {
+    const s = scriptsFor(client);
+    const { jobId: waiting } = await s.scripts.addJob(newJob());
+    await s.scripts.addLog(waiting, 'line', 0);
+    const { jobId: delayed } = await s.scripts.addJob(newJob({ delay: 60_000 }));
+    expect(await s.scripts.removeJob(waiting)).toBe('removed');
+    expect(await s.scripts.removeJob(delayed)).toBe('removed');
+    expect(await client.exists(s.keys.job(waiting), s.keys.logs(waiting), s.keys.job(delayed))).toBe(0);
+    expect(await client.zcard(s.keys.delayed)).toBe(0);
+    expect(await s.scripts.removeJob(waiting)).toBe('missing');
+
+    const active = await activeJob(s);
+    const before = await snapshot(client, s.keys);
+    expect(await s.scripts.removeJob(active.jobId)).toBe('locked');
+    expect(await snapshot(client, s.keys)).toEqual(before);
+  });
+});
+
+describe('reprocessJob-9', () => {
+  it('sends a failed job back to wait with attempts reset and ats kept; -1 and -3 otherwise', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts, jobId, token } = await activeJob(s);
+    await scripts.moveToFinished(finish(jobId, token, { outcome: 'failed', value: 'bad', stacktrace: '[]' }));
+    expect((await rejection(scripts.reprocessJob(jobId, 'completed'))).code).toBe(-3);
+    await scripts.reprocessJob(jobId, 'failed');
+    expect(await client.lrange(keys.wait, 0, -1)).toEqual([jobId]);
+    expect(await client.zcard(keys.failed)).toBe(0);
+    expect(await client.hmget(keys.job(jobId), 'atm', 'ats', 'failedReason', 'finishedOn')).toEqual(['0', '1', null, null]);
+    expect((await rejection(scripts.reprocessJob('ghost', 'failed'))).code).toBe(-1);
+  });
+});
+
+describe('cleanJobsInSet-2', () => {
+  it('removes jobs older than the cut-off up to the limit, never a locked one', async () => {
+    const s = scriptsFor(client);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const job = await activeJob(s);
+      await s.scripts.moveToFinished(finish(job.jobId, job.token, { timestamp: 1000 + i }));
+      ids.push(job.jobId);
+    }
+    expect(await s.scripts.cleanJobsInSet('completed', 1001, 1)).toEqual([ids[0]]);
+    expect(await s.scripts.cleanJobsInSet('completed', 1001, 0)).toEqual([ids[1]]);
+    expect(await client.zrange(s.keys.completed, 0, -1)).toEqual([ids[2]]);
+    expect(await client.exists(s.keys.job(ids[0]), s.keys.job(ids[1]))).toBe(0);
+
+    const active = await activeJob(s);
+    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual([]);
+    await client.del(s.keys.lock(active.jobId));
+    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual([active.jobId]);
+    expect(await client.llen(s.keys.active)).toBe(0);
+  });
+});
+
+describe('drain-5', () => {
+  it('removes waiting, paused and prioritized jobs (delayed only when asked), keeps active ones', async () => {
+    const s = scriptsFor(client);
+    const active = await activeJob(s);
+    await s.scripts.addJob(newJob());
+    await s.scripts.addJob(newJob({ priority: 2 }));
+    const { jobId: delayed } = await s.scripts.addJob(newJob({ delay: 60_000 }));
+    expect(await s.scripts.drain(false)).toBe(0);
+    expect(await client.exists(s.keys.wait, s.keys.prioritized, s.keys.job('2'), s.keys.job('3'))).toBe(0);
+    expect(await client.zrange(s.keys.delayed, 0, -1)).toEqual([delayed]);
+    expect(await s.scripts.drain(true)).toBe(0);
+    expect(await client.exists(s.keys.delayed, s.keys.job(delayed))).toBe(0);
+    expect(await client.lrange(s.keys.active, 0, -1)).toEqual([active.jobId]);
+  });
+
+  it('works in batches of 5000 and reports what is left', async () => {
+    const s = scriptsFor(client);
+    await s.scripts.addJobs(Array.from({ length: 6000 }, () => newJob()));
+    expect(await s.scripts.drain(false)).toBe(1000);
+    expect(await s.scripts.drain(false)).toBe(0);
+    expect(await client.exists(s.keys.wait)).toBe(0);
+  });
+});
+
+describe('obliterate-2', () => {
+  it('refuses with -3 while jobs are active (nothing deleted); with force deletes every key', async () => {
+    const s = scriptsFor(client);
+    await activeJob(s);
+    await s.scripts.addJob(newJob({ delay: 60_000 }));
+    await s.scripts.addLog('2', 'x', 0);
+    const before = await snapshot(client, s.keys);
+    expect(await s.scripts.obliterate(false)).toBe(-3);
+    expect(await snapshot(client, s.keys)).toEqual(before);
+    expect(await s.scripts.obliterate(true)).toBe(1);
+    expect(await snapshot(client, s.keys)).toEqual({});
+  });
+
+  it('works in batches: 0 while more is left, 1 when all is gone', async () => {
+    const s = scriptsFor(client);
+    await s.scripts.addJobs(Array.from({ length: 5500 }, () => newJob()));
+    expect(await s.scripts.obliterate(false)).toBe(0);
+    expect(await client.hget(s.keys.meta, 'paused')).toBe('1');
+    expect(await s.scripts.obliterate(false)).toBe(1);
+    expect(await snapshot(client, s.keys)).toEqual({});
+  });
+});

@@ -1,0 +1,54 @@
+import type { Redis } from 'ioredis';
+import { v4 as uuid } from 'uuid';
+import { Keys, Scripts, type Pickup } from '../../lib/index.js';
+import type { NewJob } from '../../lib/protocol/scripts.js';
+import { uniqueQueueName } from './redis.js';
+
+/** A queue's Keys and Scripts on a test connection, to call the lua scripts directly. */
+export function scriptsFor(client: Redis, queueName = uniqueQueueName('s')): { keys: Keys; scripts: Scripts } {
+  const keys = new Keys(queueName);
+  return { keys, scripts: new Scripts(client, keys, 1000) };
+}
+
+/** A NewJob as addJob-9 takes it, with plain defaults. */
+export function newJob(overrides: Partial<NewJob> = {}): NewJob {
+  return { name: 'test', data: '{}', opts: '{}', timestamp: Date.now(), delay: 0, priority: 0, lifo: false, ...overrides };
+}
+
+/** Picks up the next job with a fresh token; returns the pickup and that token. */
+export async function pickup(scripts: Scripts, lockDuration = 30_000): Promise<{ pickup: Pickup; token: string }> {
+  const token = uuid();
+  return { pickup: await scripts.moveToActive(token, lockDuration, Date.now()), token };
+}
+
+/** The ids a pickup returned, one after another until none is ready. */
+export async function pickAll(scripts: Scripts): Promise<string[]> {
+  const ids: string[] = [];
+  for (;;) {
+    const { pickup: next } = await pickup(scripts);
+    if (!next.job) return ids;
+    ids.push(next.job.id);
+  }
+}
+
+/** Every key of the queue with its type and contents, to prove a script wrote nothing. */
+export async function snapshot(client: Redis, keys: Keys): Promise<Record<string, unknown>> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await client.scan(cursor, 'MATCH', `${keys.base}*`, 'COUNT', 1000);
+    cursor = next;
+    found.push(...batch);
+  } while (cursor !== '0');
+  const dump: Record<string, unknown> = {};
+  for (const key of found.sort()) {
+    const type = await client.type(key);
+    if (type === 'string') dump[key] = await client.get(key);
+    else if (type === 'list') dump[key] = await client.lrange(key, 0, -1);
+    else if (type === 'set') dump[key] = (await client.smembers(key)).sort();
+    else if (type === 'zset') dump[key] = await client.zrange(key, 0, -1, 'WITHSCORES');
+    else if (type === 'hash') dump[key] = await client.hgetall(key);
+    else if (type === 'stream') dump[key] = await client.xlen(key);
+  }
+  return dump;
+}
