@@ -62,7 +62,7 @@ describe('addJob-9', () => {
     const { keys, scripts } = scriptsFor(client);
     expect(await scripts.addJob(newJob({ name: 'a', data: '{"n":1}' }))).toEqual({ jobId: '1', created: true });
     expect(await scripts.addJob(newJob())).toEqual({ jobId: '2', created: true });
-    expect(await client.lrange(keys.wait, 0, -1)).toEqual(['2', '1']);
+    expect(await client.lrange(keys.wait, '0', '-1')).toEqual(['2', '1']);
     expect(await client.hget(keys.job('1'), 'data')).toBe('{"n":1}');
     expect(await client.zcard(keys.marker)).toBe(1);
     const events = await client.xrange(keys.events, '-', '+');
@@ -81,7 +81,7 @@ describe('addJob-9', () => {
     const { keys, scripts } = scriptsFor(client);
     const now = Date.now();
     await scripts.addJob(newJob({ timestamp: now, delay: 5000 }));
-    expect(await client.zrange(keys.delayed, 0, -1, 'WITHSCORES')).toEqual(['1', String(now + 5000)]);
+    expect(await client.zrange(keys.delayed, '0', '-1', 'WITHSCORES')).toEqual(['1', String(now + 5000)]);
     expect(await client.zscore(keys.marker, '1')).toBe(String(now + 5000));
     expect(await client.llen(keys.wait)).toBe(0);
   });
@@ -92,11 +92,11 @@ describe('addJob-9', () => {
     await scripts.addJob(newJob({ priority: 1 }));
     await scripts.addJob(newJob({ priority: 3 }));
     await scripts.addJob(newJob());
-    expect(await client.zrange(keys.prioritized, 0, -1)).toEqual(['2', '1', '3']);
+    expect(await client.zrange(keys.prioritized, '0', '-1')).toEqual(['2', '1', '3']);
     expect(await pickAll(scripts)).toEqual(['4', '2', '1', '3']);
     await scripts.pause('pause');
     await scripts.addJob(newJob());
-    expect(await client.lrange(keys.paused, 0, -1)).toEqual(['5']);
+    expect(await client.lrange(keys.paused, '0', '-1')).toEqual(['5']);
   });
 
   it('keeps FIFO within the highest priority allowed (the score stays an exact double)', async () => {
@@ -120,7 +120,7 @@ describe('moveToActive-11', () => {
     const ttl = await client.pttl(keys.lock('1'));
     expect(ttl).toBeGreaterThan(5000);
     expect(ttl).toBeLessThanOrEqual(10_000);
-    expect(await client.lrange(keys.active, 0, -1)).toEqual(['1']);
+    expect(await client.lrange(keys.active, '0', '-1')).toEqual(['1']);
     expect(await client.hget(keys.job('1'), 'ats')).toBe('1');
     expect(await client.hget(keys.job('1'), 'processedOn')).not.toBeNull();
     // More work left: the marker is passed on for another worker.
@@ -141,7 +141,7 @@ describe('moveToActive-11', () => {
     await scripts.addJob(newJob());
     await scripts.pause('pause');
     expect((await pickup(scripts)).pickup.job).toBeUndefined();
-    expect(await client.lrange(keys.paused, 0, -1)).toEqual(['3']);
+    expect(await client.lrange(keys.paused, '0', '-1')).toEqual(['3']);
   });
 
   it('drops an id whose hash is missing instead of handing out an empty job', async () => {
@@ -150,7 +150,7 @@ describe('moveToActive-11', () => {
     await scripts.addJob(newJob());
     await client.del(keys.job('1'));
     expect((await pickup(scripts)).pickup.job?.id).toBe('2');
-    expect(await client.lrange(keys.active, 0, -1)).toEqual(['2']);
+    expect(await client.lrange(keys.active, '0', '-1')).toEqual(['2']);
     expect(await client.exists(keys.lock('1'))).toBe(0);
   });
 });
@@ -207,7 +207,7 @@ describe('moveToFinished-14', () => {
     expect(await client.exists(keys.lock(jobId))).toBe(0);
     expect(await client.sismember(keys.stalled, jobId)).toBe(0);
     expect(await client.llen(keys.active)).toBe(0);
-    expect(await client.zrange(keys.completed, 0, -1)).toEqual([jobId]);
+    expect(await client.zrange(keys.completed, '0', '-1')).toEqual([jobId]);
     expect(await client.hmget(keys.job(jobId), 'returnvalue', 'atm')).toEqual(['{"r":1}', '1']);
     const last = await client.xrevrange(keys.events, '+', '-', 'COUNT', 1);
     expect(last[0][1]).toEqual(['event', 'completed', 'jobId', jobId, 'returnvalue', '{"r":1}']);
@@ -216,7 +216,7 @@ describe('moveToFinished-14', () => {
   it('fails: stores failedReason and stacktrace in failed', async () => {
     const { keys, scripts, jobId, token } = await activeJob();
     await scripts.moveToFinished(finish(jobId, token, { outcome: 'failed', value: 'boom', stacktrace: '["at x"]' }));
-    expect(await client.zrange(keys.failed, 0, -1)).toEqual([jobId]);
+    expect(await client.zrange(keys.failed, '0', '-1')).toEqual([jobId]);
     expect(await client.hmget(keys.job(jobId), 'failedReason', 'stacktrace')).toEqual(['boom', '["at x"]']);
   });
 
@@ -229,7 +229,7 @@ describe('moveToFinished-14', () => {
     expect(next.job?.id).toBe('2');
     expect(next.job?.fields).toEqual(expect.arrayContaining(['name', 'test', 'ats', '1']));
     expect(await client.get(keys.lock('2'))).toBe(nextToken);
-    expect(await client.lrange(keys.active, 0, -1)).toEqual(['2']);
+    expect(await client.lrange(keys.active, '0', '-1')).toEqual(['2']);
   });
 
   it('keep count 0 removes the job now; a positive count keeps only the newest', async () => {
@@ -244,7 +244,7 @@ describe('moveToFinished-14', () => {
       ids.push(job.jobId);
       await s.scripts.moveToFinished(finish(job.jobId, job.token, { keepCount: 2, timestamp: Date.now() + i }));
     }
-    expect(await client.zrange(s.keys.completed, 0, -1)).toEqual(ids.slice(2));
+    expect(await client.zrange(s.keys.completed, '0', '-1')).toEqual(ids.slice(2));
     expect(await client.exists(s.keys.job(ids[0]), s.keys.job(ids[1]))).toBe(0);
   });
 
@@ -279,14 +279,14 @@ describe('retryJob-12', () => {
     const s = scriptsFor(client);
     const { keys, scripts, jobId, token } = await activeJob(s);
     await scripts.retryJob({ jobId, token, timestamp: Date.now(), delay: 0, failedReason: 'try again', stacktrace: '[]' });
-    expect(await client.lrange(keys.wait, 0, -1)).toEqual([jobId]);
+    expect(await client.lrange(keys.wait, '0', '-1')).toEqual([jobId]);
     expect(await client.exists(keys.lock(jobId))).toBe(0);
     expect(await client.hmget(keys.job(jobId), 'atm', 'failedReason')).toEqual(['1', 'try again']);
 
     const again = await pickup(scripts);
     const now = Date.now();
     await scripts.retryJob({ jobId, token: again.token, timestamp: now, delay: 2000, failedReason: 'later', stacktrace: '[]' });
-    expect(await client.zrange(keys.delayed, 0, -1, 'WITHSCORES')).toEqual([jobId, String(now + 2000)]);
+    expect(await client.zrange(keys.delayed, '0', '-1', 'WITHSCORES')).toEqual([jobId, String(now + 2000)]);
     expect(await client.llen(keys.active)).toBe(0);
     expect(await client.hget(keys.job(jobId), 'ats')).toBe('2');
   });
@@ -323,8 +323,8 @@ describe('moveStalledJobsToWait-8', () => {
 
     await client.del(s.keys.stalledCheck);
     expect(await sweep()).toEqual({ movedToWait: [{ jobId: lapsed.jobId, stalledCount: 1 }], movedToFailed: [] });
-    expect(await client.lrange(s.keys.wait, 0, -1)).toEqual([lapsed.jobId]);
-    expect(await client.lrange(s.keys.active, 0, -1)).toEqual([held.jobId]);
+    expect(await client.lrange(s.keys.wait, '0', '-1')).toEqual([lapsed.jobId]);
+    expect(await client.lrange(s.keys.active, '0', '-1')).toEqual([held.jobId]);
     expect(await client.smembers(s.keys.stalled)).toEqual([held.jobId]);
 
     // Picked up again and lapsed again: stc 2 > maxStalledCount 1, so it fails for good.
@@ -334,7 +334,7 @@ describe('moveStalledJobsToWait-8', () => {
     await sweep();
     await client.del(s.keys.lock(lapsed.jobId), s.keys.stalledCheck);
     expect(await sweep()).toEqual({ movedToWait: [], movedToFailed: [{ jobId: lapsed.jobId, stalledCount: 2 }] });
-    expect(await client.zrange(s.keys.failed, 0, -1)).toEqual([lapsed.jobId]);
+    expect(await client.zrange(s.keys.failed, '0', '-1')).toEqual([lapsed.jobId]);
     expect(await client.hget(s.keys.job(lapsed.jobId), 'failedReason')).toBe('job stalled more than allowable limit');
     const names = (await client.xrange(s.keys.events, '-', '+')).map(([, f]) => f[1]);
     expect(names.filter((n) => n === 'stalled')).toHaveLength(2);
@@ -351,7 +351,7 @@ describe('moveStalledJobsToWait-8', () => {
     await s.scripts.pause('pause');
     const result = await s.scripts.moveStalledJobsToWait(1, Date.now(), 60_000);
     expect(result.movedToWait.map((m) => m.jobId)).toEqual([lapsed.jobId]);
-    expect(await client.lrange(s.keys.paused, 0, -1)).toEqual([lapsed.jobId]);
+    expect(await client.lrange(s.keys.paused, '0', '-1')).toEqual([lapsed.jobId]);
     expect(await client.llen(s.keys.wait)).toBe(0);
   });
 });
@@ -363,7 +363,7 @@ describe('pause-6', () => {
     expect(await scripts.pause('pause')).toBe(true);
     expect(await scripts.pause('pause')).toBe(false);
     expect(await client.hget(keys.meta, 'paused')).toBe('1');
-    expect(await client.lrange(keys.paused, 0, -1)).toEqual(['3', '2', '1']);
+    expect(await client.lrange(keys.paused, '0', '-1')).toEqual(['3', '2', '1']);
     expect(await client.exists(keys.wait)).toBe(0);
     await scripts.addJob(newJob());
     await client.del(keys.marker);
@@ -387,7 +387,7 @@ describe('updateProgress-2 and addLog-2', () => {
     expect(await scripts.addLog(jobId, 'one', 2)).toBe(1);
     expect(await scripts.addLog(jobId, 'two', 2)).toBe(2);
     expect(await scripts.addLog(jobId, 'three', 2)).toBe(2);
-    expect(await client.lrange(keys.logs(jobId), 0, -1)).toEqual(['two', 'three']);
+    expect(await client.lrange(keys.logs(jobId), '0', '-1')).toEqual(['two', 'three']);
 
     const before = await snapshot(client, keys);
     expect((await rejection(scripts.updateProgress('ghost', '1'))).code).toBe(-1);
@@ -422,7 +422,7 @@ describe('reprocessJob-9', () => {
     await scripts.moveToFinished(finish(jobId, token, { outcome: 'failed', value: 'bad', stacktrace: '[]' }));
     expect((await rejection(scripts.reprocessJob(jobId, 'completed'))).code).toBe(-3);
     await scripts.reprocessJob(jobId, 'failed');
-    expect(await client.lrange(keys.wait, 0, -1)).toEqual([jobId]);
+    expect(await client.lrange(keys.wait, '0', '-1')).toEqual([jobId]);
     expect(await client.zcard(keys.failed)).toBe(0);
     expect(await client.hmget(keys.job(jobId), 'atm', 'ats', 'failedReason', 'finishedOn')).toEqual(['0', '1', null, null]);
     expect((await rejection(scripts.reprocessJob('ghost', 'failed'))).code).toBe(-1);
@@ -440,7 +440,7 @@ describe('cleanJobsInSet-2', () => {
     }
     expect(await s.scripts.cleanJobsInSet('completed', 1001, 1)).toEqual([ids[0]]);
     expect(await s.scripts.cleanJobsInSet('completed', 1001, 0)).toEqual([ids[1]]);
-    expect(await client.zrange(s.keys.completed, 0, -1)).toEqual([ids[2]]);
+    expect(await client.zrange(s.keys.completed, '0', '-1')).toEqual([ids[2]]);
     expect(await client.exists(s.keys.job(ids[0]), s.keys.job(ids[1]))).toBe(0);
 
     const active = await activeJob(s);
@@ -460,10 +460,10 @@ describe('drain-5', () => {
     const { jobId: delayed } = await s.scripts.addJob(newJob({ delay: 60_000 }));
     expect(await s.scripts.drain(false)).toBe(0);
     expect(await client.exists(s.keys.wait, s.keys.prioritized, s.keys.job('2'), s.keys.job('3'))).toBe(0);
-    expect(await client.zrange(s.keys.delayed, 0, -1)).toEqual([delayed]);
+    expect(await client.zrange(s.keys.delayed, '0', '-1')).toEqual([delayed]);
     expect(await s.scripts.drain(true)).toBe(0);
     expect(await client.exists(s.keys.delayed, s.keys.job(delayed))).toBe(0);
-    expect(await client.lrange(s.keys.active, 0, -1)).toEqual([active.jobId]);
+    expect(await client.lrange(s.keys.active, '0', '-1')).toEqual([active.jobId]);
   });
 
   it('works in batches of 5000 and reports what is left', async () => {

@@ -44,9 +44,9 @@ export async function snapshot(client: Redis, keys: Keys): Promise<Record<string
   for (const key of found.sort()) {
     const type = await client.type(key);
     if (type === 'string') dump[key] = await client.get(key);
-    else if (type === 'list') dump[key] = await client.lrange(key, 0, -1);
+    else if (type === 'list') dump[key] = await client.lrange(key, '0', '-1');
     else if (type === 'set') dump[key] = (await client.smembers(key)).sort();
-    else if (type === 'zset') dump[key] = await client.zrange(key, 0, -1, 'WITHSCORES');
+    else if (type === 'zset') dump[key] = await client.zrange(key, '0', '-1', 'WITHSCORES');
     else if (type === 'hash') dump[key] = await client.hgetall(key);
     else if (type === 'stream') dump[key] = await client.xlen(key);
   }
