@@ -1,0 +1,158 @@
+import 'reflect-metadata';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import type { TestingModule } from '@nestjs/testing';
+import { Test } from '@nestjs/testing';
+import type { Redis } from 'ioredis';
+import {
+  EchoMQModule, InjectQueue, LockManager, Process, Processor, Queue, WorkerOrchestrator, getQueueToken,
+  type Job, type LockEvent,
+} from '../lib/index.js';
+import { startApp } from './support/nest.js';
+import { eventually, newClient, queueKeys, redisUrl, sleep, uniqueQueueName } from './support/redis.js';
+
+describe('EchoMQModule lifecycle', () => {
+  let app: TestingModule | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it('startWorkers: false keeps the app API-only until startWorkers() is called', async () => {
+    const name = uniqueQueueName('manual');
+    @Processor(name)
+    class Later {
+      @Process() run() {
+        return 'ran';
+      }
+    }
+    app = await startApp({
+      imports: [EchoMQModule.forRoot({ connection: redisUrl(), startWorkers: false }), EchoMQModule.registerQueue(name)],
+      providers: [Later],
+    });
+    const queue = app.get<Queue>(getQueueToken(name), { strict: false });
+    const orchestrator = app.get(WorkerOrchestrator, { strict: false });
+    const job = await queue.add('x', {});
+    await sleep(300);
+    expect(orchestrator.getWorker(name)).toBeUndefined();
+    expect(await job.getState()).toBe('wait');
+    expect(orchestrator.startWorkers().map((w) => w.name)).toEqual([name]);
+    expect(orchestrator.startWorkers()).toEqual([]);
+    await eventually(async () => (await job.getState()) === 'completed', 10_000, 'the job after a manual start');
+  });
+
+  it('one LockManager for the app: injectable, shared by every worker, streaming its events', async () => {
+    const [a, b] = [uniqueQueueName('lm-a'), uniqueQueueName('lm-b')];
+    const make = (queueName: string) => {
+      @Processor({ name: queueName, lockDuration: 400 })
+      class Slow {
+        @Process() async run() {
+          await sleep(700);
+          return 'done';
+        }
+      }
+      return Slow;
+    };
+    @Injectable()
+    class Watcher {
+      readonly events: LockEvent[] = [];
+      constructor(readonly locks: LockManager) {
+        locks.events$.subscribe((event) => this.events.push(event));
+      }
+    }
+    app = await startApp({
+      imports: [EchoMQModule.forRoot({ connection: redisUrl() }), EchoMQModule.registerQueue(a, b)],
+      providers: [make(a), make(b), Watcher],
+    });
+    const watcher = app.get(Watcher);
+    const orchestrator = app.get(WorkerOrchestrator, { strict: false });
+    expect(orchestrator.getWorker(a)!.lockManager).toBe(watcher.locks);
+    expect(orchestrator.getWorker(b)!.lockManager).toBe(watcher.locks);
+    const jobs = await Promise.all([a, b].map((n) => app!.get<Queue>(getQueueToken(n), { strict: false }).add('x', {})));
+    await eventually(async () => (await Promise.all(jobs.map((j) => j.getState()))).every((s) => s === 'completed'), 15_000, 'both jobs');
+    for (const queue of [a, b]) {
+      const types = new Set(watcher.events.filter((e) => e.queue === queue).map((e) => e.type));
+      expect(types).toEqual(new Set(['acquired', 'renewed', 'released']));
+    }
+  });
+
+  it('on close, workers stop fetching and finish running jobs with locks renewed, which may still enqueue; then everything closes', async () => {
+    const name = uniqueQueueName('drain');
+    const follow = uniqueQueueName('follow');
+    let release!: () => void;
+    const started = new Promise<void>((resolve) => (release = resolve));
+    @Processor({ name, lockDuration: 500 })
+    class Long {
+      constructor(@InjectQueue(follow) private readonly next: Queue) {}
+      @Process() async run(job: Job) {
+        release();
+        await sleep(2_000); // four lock durations: only a renewed lock survives this
+        const added = await this.next.add('after', { from: job.id }); // enqueueing during shutdown works
+        return added.id;
+      }
+    }
+    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() }), EchoMQModule.registerQueue(name, follow)], providers: [Long] });
+    const queue = app.get<Queue>(getQueueToken(name), { strict: false });
+    const locks = app.get(LockManager, { strict: false });
+    const renewed: string[] = [];
+    locks.renewed$.subscribe((event) => renewed.push(...event.jobIds));
+    const job = await queue.add('long', {});
+    await started;
+    const closing = app.close();
+    app = undefined;
+    const client: Redis = newClient();
+    try {
+      const late = await new Queue(name, { connection: client }).add('late', {}); // added after close began: no worker takes it
+      await closing;
+      const stored = await new Queue(name, { connection: client }).getJob(job.id);
+      expect(await stored?.getState()).toBe('completed');
+      expect(renewed.filter((id) => id === job.id).length).toBeGreaterThanOrEqual(2);
+      expect(await new Queue(name, { connection: client }).getJob(late.id).then((j) => j?.getState())).toBe('wait');
+      const followUp = await new Queue(follow, { connection: client }).getJob(String(stored?.returnvalue));
+      expect(followUp?.data).toEqual({ from: job.id });
+      expect((await queueKeys(client, name)).filter((k) => k.endsWith(':lock'))).toEqual([]);
+      expect(locks.activeTimers).toBe(0);
+      expect(queue.client.status).toBe('end');
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('SIGTERM with enableShutdownHooks drains the running job before the process is signalled again', async () => {
+    const name = uniqueQueueName('sigterm');
+    let release!: () => void;
+    const started = new Promise<void>((resolve) => (release = resolve));
+    @Processor({ name, lockDuration: 500 })
+    class Long {
+      @Process() async run() {
+        release();
+        await sleep(1_200);
+        return 'finished';
+      }
+    }
+    const moduleRef = await Test.createTestingModule({ imports: [EchoMQModule.forRoot({ connection: redisUrl() }), EchoMQModule.registerQueue(name)], providers: [Long] }).compile();
+    const nest = moduleRef.createNestApplication();
+    nest.enableShutdownHooks(['SIGTERM']);
+    await nest.init();
+    const queue = nest.get<Queue>(getQueueToken(name), { strict: false });
+    const job = await queue.add('long', {});
+    await started;
+    // Nest re-sends the signal to the process once it has shut down: catch that instead of dying.
+    const resent = new Promise<void>((resolve) => {
+      jest.spyOn(process, 'kill').mockImplementation(() => {
+        resolve();
+        return true;
+      });
+    });
+    const client = newClient();
+    try {
+      process.emit('SIGTERM', 'SIGTERM');
+      await resent;
+      expect(await new Queue(name, { connection: client }).getJob(job.id).then((j) => j?.returnvalue)).toBe('finished');
+      expect(queue.client.status).toBe('end');
+    } finally {
+      jest.restoreAllMocks();
+      client.disconnect();
+    }
+  });
+});
