@@ -16,6 +16,11 @@ async function outcome(queue: Queue, id: string) {
   return { state, result: job?.returnvalue, reason: job?.failedReason };
 }
 
+/** Waits until the job finished; its outcome. */
+async function finished(queue: Queue, id: string, what = `job ${id}`) {
+  return (await eventually(() => outcome(queue, id), 10_000, what))!;
+}
+
 describe('@Processor and @Process', () => {
   let app: TestingModule | undefined;
   let queue: Queue;
@@ -46,7 +51,7 @@ describe('@Processor and @Process', () => {
     }
     app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() })], providers: [Media] });
     const jobs = await Promise.all([queue.add('resize', { w: 64 }), queue.add('thumb', {}), queue.add('preview', {}), queue.add('zip', {})]);
-    const results = await Promise.all(jobs.map((job) => eventually(() => outcome(queue, job.id), 10_000, `job ${job.name}`)));
+    const results = await Promise.all(jobs.map((job) => finished(queue, job.id, `job ${job.name}`)));
     expect(results.map((r) => r.result)).toEqual(['resized to 64', 'small thumb', 'small preview', 'default for zip']);
   });
 
@@ -59,7 +64,7 @@ describe('@Processor and @Process', () => {
     }
     app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() })], providers: [Strict] });
     const job = await queue.add('unknown-name', {}, { attempts: 3 });
-    const result = await eventually(() => outcome(queue, job.id), 10_000, 'the unhandled job');
+    const result = await finished(queue, job.id, 'the unhandled job');
     expect(result.state).toBe('failed');
     expect(result.reason).toMatch(/"unknown-name".*Strict/);
     expect((await queue.getJob(job.id))?.attemptsMade).toBe(1);
@@ -96,7 +101,7 @@ describe('@Processor and @Process', () => {
     const queues = names.map((n) => new Queue(n, { connection: redisUrl() }));
     try {
       const jobs = await Promise.all(queues.map((q) => q.add('x', {})));
-      const results = await Promise.all(jobs.map((job, i) => eventually(() => outcome(queues[i], job.id), 10_000, `job on ${names[i]}`)));
+      const results = await Promise.all(jobs.map((job, i) => finished(queues[i], job.id, `job on ${names[i]}`)));
       expect(results).toEqual(['class', 'factory', 'value'].map((result) => expect.objectContaining({ result })));
     } finally {
       await Promise.all(queues.map((q) => q.close()));
@@ -122,7 +127,7 @@ describe('@Processor and @Process', () => {
     app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() })], providers: [PerJob, Dependency] });
     const first = await queue.add('a', {});
     const second = await queue.add('b', {});
-    const [one, two] = await Promise.all([first, second].map((job) => eventually(() => outcome(queue, job.id), 10_000, 'scoped job')));
+    const [one, two] = await Promise.all([first, second].map((job) => finished(queue, job.id, 'scoped job')));
     expect(one.result).toMatchObject({ same: true, dependency: true });
     expect(two).toMatchObject({ result: { same: true, dependency: true } });
     expect((one.result as { nr: number }).nr).not.toBe((two.result as { nr: number }).nr);
@@ -141,7 +146,7 @@ describe('@Processor and @Process', () => {
     }
     app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() })], providers: [Fresh] });
     const jobs = [await queue.add('a', {}), await queue.add('b', {})];
-    const results = await Promise.all(jobs.map((job) => eventually(() => outcome(queue, job.id), 10_000, 'transient job')));
+    const results = await Promise.all(jobs.map((job) => finished(queue, job.id, 'transient job')));
     expect(new Set(results.map((r) => r.result)).size).toBe(2);
   });
 
