@@ -179,6 +179,9 @@ export class JobRunner {
   }
 
   private async landedEarlier(job: Job, outcome: string): Promise<boolean> {
+    // ats is the fencing number: if it moved on, another pickup owns what we see, not our finish.
+    const ats = await this.context.client.hget(this.context.keys.job(job.id), 'ats');
+    if (ats !== null && Number(ats) !== job.attemptsStarted) return false;
     const state = await job.getState();
     if (outcome === 'retried') return state === 'wait' || state === 'delayed' || state === 'prioritized' || state === 'paused';
     return state === outcome || state === 'unknown';

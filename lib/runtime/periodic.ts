@@ -36,9 +36,7 @@ export class Periodic {
   }
 
   private schedule(delayMs: number): void {
-    this.dueAt = Date.now() + delayMs;
-    this.timer = setTimeout(() => this.fire(), delayMs);
-    this.timer.unref();
+    this.scheduleAt(Date.now() + delayMs);
   }
 
   private fire(): void {
@@ -47,8 +45,16 @@ export class Periodic {
     const lateBy = Math.max(0, firedAt - this.dueAt);
     this.current = this.run(lateBy).catch(() => undefined).finally(() => {
       this.current = undefined;
-      // Keep the cadence: the next run is due one interval after this one fired.
-      if (!this.stopped && !this.timer) this.schedule(Math.max(0, this.intervalMs - (Date.now() - firedAt)));
+      // Keep the cadence: the next run is due one interval after this one fired. A run that ends
+      // past that (its reply waited on a blocked event loop or a slow Redis) makes the next one
+      // late, and it says so: the lateness is not hidden in the run's own duration.
+      if (!this.stopped && !this.timer) this.scheduleAt(firedAt + this.intervalMs);
     });
+  }
+
+  private scheduleAt(dueAt: number): void {
+    this.dueAt = dueAt;
+    this.timer = setTimeout(() => this.fire(), Math.max(0, dueAt - Date.now()));
+    this.timer.unref();
   }
 }

@@ -1,0 +1,267 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import {
+  EchoMQOptionError, forQueue, forWorker, Keys, LockLostError, LockManager, Queue, Scripts, Worker,
+  type HeartbeatLateEvent, type LockEvent, type LockRenewalFailedEvent, type LockRenewedEvent,
+} from '../lib/index.js';
+import { eventually, newClient, redisUrl, sleep, uniqueQueueName } from './support/redis.js';
+import { startRedis } from './support/redis-process.js';
+
+/** A processor that holds its job until the test lets it go (or its signal aborts). */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const processor = async (_job: unknown, { signal }: { signal: AbortSignal }) => {
+    await new Promise<void>((resolve, reject) => {
+      void opened.then(resolve);
+      signal.addEventListener('abort', () => reject(signal.reason));
+    });
+    return 'done';
+  };
+  return { open, processor };
+}
+
+function collect<T>(source: { subscribe(fn: (e: T) => void): { unsubscribe(): void } }): T[] {
+  const seen: T[] = [];
+  source.subscribe((event) => seen.push(event));
+  return seen;
+}
+
+function timeouts(): number {
+  return process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+}
+
+describe('LockManager: the heartbeat', () => {
+  const client = newClient();
+  afterAll(() => client.quit());
+
+  it('keeps the lock and token of a job running several lockDurations; the TTL never reaches 0', async () => {
+    const name = uniqueQueueName('long');
+    const queue = new Queue(name, { connection: redisUrl() });
+    const lockKey = (id: string) => new Keys(name).lock(id);
+    const samples: Array<{ holder: string | null; pttl: number }> = [];
+    let token = '';
+    const worker = new Worker(name, async (job, context) => {
+      token = context.token;
+      const until = Date.now() + 3500;
+      while (Date.now() < until) {
+        const [holder, pttl] = await Promise.all([client.get(lockKey(job.id)), client.pttl(lockKey(job.id))]);
+        samples.push({ holder, pttl });
+        await sleep(100);
+      }
+      return 'ok';
+    }, { connection: redisUrl(), lockDuration: 1000 });
+    const renewed = collect<LockRenewedEvent>(worker.lockManager.renewed$);
+    const completed = new Promise((resolve) => worker.once('completed', (_j, result) => resolve(result)));
+    await queue.add('long', {});
+    expect(await completed).toBe('ok');
+    expect(samples.length).toBeGreaterThan(10);
+    for (const sample of samples) {
+      expect(sample.holder).toBe(token);
+      expect(sample.pttl).toBeGreaterThan(0);
+    }
+    expect(renewed.length).toBeGreaterThanOrEqual(3); // 3.5 s at a 500 ms renew interval, on a loaded machine
+    await eventually(() => worker.lockManager.activeTimers === 0, 5000, 'no timer once the worker holds nothing');
+    await worker.close();
+    await queue.close();
+  });
+
+  it('a foreign token in the lock: the next renewal reports -6 and the signal aborts with the reason', async () => {
+    const name = uniqueQueueName('foreign');
+    const queue = new Queue(name, { connection: redisUrl() });
+    const { processor } = gate();
+    const worker = new Worker(name, processor, { connection: redisUrl(), lockDuration: 5000, lockRenewTime: 300 });
+    const failed = collect<LockRenewalFailedEvent>(worker.lockManager.renewalFailed$);
+    const lockLost = new Promise<Error>((resolve) => worker.once('lockLost', (_job, error) => resolve(error)));
+    let completed = 0;
+    worker.on('completed', () => completed++);
+    const job = await queue.add('x', {});
+    await eventually(() => worker.lockManager.trackedCount() === 1, 5000, 'the job tracked');
+    await client.set(new Keys(name).lock(job.id), 'someone-else', 'PX', 10_000);
+
+    const error = await lockLost;
+    expect(error).toBeInstanceOf(LockLostError);
+    expect((error as LockLostError).code).toBe(-6);
+    expect(error.message).toMatch(/another worker/);
+    expect(failed).toEqual([expect.objectContaining({ type: 'renewalFailed', queue: name, workerId: worker.id, jobId: job.id, code: -6 })]);
+    expect(completed).toBe(0);
+    expect(await client.get(new Keys(name).lock(job.id))).toBe('someone-else'); // the loser changed nothing
+    expect(worker.lockManager.trackedCount()).toBe(0);
+    await worker.close();
+    await queue.close();
+  });
+
+  it('renews 1,000 held jobs with ONE extendLocks-1 call per tick, from one timer', async () => {
+    const redis = await startRedis();
+    const admin = new Redis(redis.url);
+    const name = uniqueQueueName('thousand');
+    const queue = new Queue(name, { connection: redis.url });
+    const { open, processor } = gate();
+    const lockManager = new LockManager();
+    const worker = new Worker(name, processor, {
+      connection: redis.url, lockManager, concurrency: 1000, lockDuration: 10_000, lockRenewTime: 1500, stalledInterval: 600_000,
+    });
+    try {
+      const baseline = timeouts();
+      await queue.addBulk(Array.from({ length: 1000 }, (_, i) => ({ name: 'j', data: { i } })));
+      await eventually(() => lockManager.trackedCount(worker.id) === 1000, 20_000, '1,000 jobs tracked');
+      expect(lockManager.activeTimers).toBe(1);
+      expect(timeouts() - baseline).toBeLessThanOrEqual(2); // the heartbeat, not one timer per job
+
+      const ticks = collect<LockRenewedEvent>(lockManager.renewed$);
+      await eventually(() => ticks.length >= 1, 10_000, 'a first tick');
+      await admin.config('RESETSTAT'); // right after a tick: the next is 1.5 s away
+      const counted = ticks.length;
+      await eventually(() => ticks.length >= counted + 2, 10_000, 'two more ticks');
+      const stats = await admin.info('commandstats');
+      const evalsha = Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+      expect(evalsha).toBe(ticks.length - counted);
+      for (const tick of ticks) expect(tick.jobIds).toHaveLength(1000);
+    } finally {
+      open();
+      await worker.close();
+      await lockManager.close();
+      await queue.close();
+      admin.disconnect();
+      await redis.stop();
+    }
+  });
+
+  it('chunks a large tick into several extendLocks-1 calls sent in one pipeline', async () => {
+    const name = uniqueQueueName('chunks');
+    const keys = new Keys(name);
+    const scripts = new Scripts(client, keys, 1000);
+    const lockManager = new LockManager({ renewalChunkSize: 250 });
+    const locks = lockManager.register({ workerId: 'w1', queue: name, scripts, lockDuration: 5000, lockRenewTime: 200, heartbeatLateThreshold: 1000 });
+    const pipelines: number[] = [];
+    const realPipeline = client.pipeline.bind(client);
+    const spied = client as unknown as { pipeline: typeof client.pipeline };
+    spied.pipeline = ((...args: Parameters<typeof client.pipeline>) => {
+      const pipeline = realPipeline(...args);
+      const exec = pipeline.exec.bind(pipeline);
+      pipeline.exec = (async () => {
+        const replies = await exec();
+        pipelines.push(replies?.length ?? 0);
+        return replies;
+      }) as typeof pipeline.exec;
+      return pipeline;
+    }) as typeof client.pipeline;
+    try {
+      for (let i = 0; i < 1000; i++) await client.set(keys.lock(`job${i}`), `t${i}`, 'PX', 5000);
+      const handles = Array.from({ length: 1000 }, (_, i) => locks.track(`job${i}`, `t${i}`, 1));
+      const ticks = collect<LockRenewedEvent>(lockManager.renewed$);
+      await eventually(() => ticks.length >= 1, 5000, 'a tick');
+      expect(ticks[0].jobIds).toHaveLength(1000);
+      expect(pipelines[0]).toBe(4); // four calls of 250, one round trip
+      for (const handle of handles) handle.release('completed');
+      expect(lockManager.activeTimers).toBe(0);
+    } finally {
+      delete (spied as { pipeline?: unknown }).pipeline; // back to the prototype's method
+      await lockManager.close();
+    }
+  });
+
+  it('reports a tick that fired late, with how late and the margin left on the locks', async () => {
+    const name = uniqueQueueName('late');
+    const queue = new Queue(name, { connection: redisUrl() });
+    const worker = new Worker(name, async () => {
+      await sleep(400); // let one tick run on time
+      const until = Date.now() + 900;
+      while (Date.now() < until) { /* blocks the event loop, as a CPU-bound handler does */ }
+      await sleep(400);
+      return 'ok';
+    }, { connection: redisUrl(), lockDuration: 3000, lockRenewTime: 200, heartbeatLateThreshold: 100 });
+    const late = collect<HeartbeatLateEvent>(worker.lockManager.heartbeatLate$);
+    const completed = new Promise((resolve) => worker.once('completed', resolve));
+    await queue.add('cpu', {});
+    await completed;
+    expect(late.length).toBeGreaterThanOrEqual(1);
+    const [event] = late;
+    expect(event).toEqual(expect.objectContaining({ type: 'heartbeatLate', queue: name, workerId: worker.id, lockDuration: 3000, jobCount: 1 }));
+    expect(event.lateByMs).toBeGreaterThan(100);
+    // The margin is what the oldest lock had left: less than a full TTL by at least the delay.
+    expect(event.marginMs).toBeLessThanOrEqual(3000 - event.lateByMs);
+    expect(event.marginMs).toBeGreaterThan(0);
+    await worker.close();
+    await queue.close();
+  });
+
+  it('close with running jobs: renewals go on until they finish, then no timer is left', async () => {
+    const name = uniqueQueueName('close');
+    const queue = new Queue(name, { connection: redisUrl() });
+    const lockManager = new LockManager();
+    const worker = new Worker(name, async () => {
+      await sleep(2500);
+      return 'ok';
+    }, { connection: redisUrl(), lockManager, concurrency: 3, lockDuration: 1000 });
+    let completed = 0;
+    worker.on('completed', () => completed++);
+    await queue.addBulk([1, 2, 3].map((i) => ({ name: 'j', data: { i } })));
+    await eventually(() => lockManager.trackedCount(worker.id) === 3, 5000, 'three running jobs');
+    const renewed = collect<LockRenewedEvent>(lockManager.renewed$);
+    const lost = collect<LockRenewalFailedEvent>(lockManager.renewalFailed$);
+    await worker.close();
+    expect(completed).toBe(3);
+    expect(lost).toEqual([]);
+    expect(renewed.length).toBeGreaterThanOrEqual(2); // 2.5 s of renewals at 500 ms while closing
+    expect(lockManager.activeTimers).toBe(0);
+    expect(lockManager.workerIds).toEqual([]);
+    expect((await queue.getJobCounts('completed')).completed).toBe(3);
+    await lockManager.close();
+    await queue.close();
+  });
+
+  it('narrows one LockManager serving two workers to one queue or one worker', async () => {
+    const [nameA, nameB] = [uniqueQueueName('a'), uniqueQueueName('b')];
+    const lockManager = new LockManager();
+    const all = collect<LockEvent>(lockManager.events$);
+    const onlyA = collect<LockEvent>(lockManager.events$.pipe(forQueue(nameA)));
+    const queues = [new Queue(nameA, { connection: redisUrl() }), new Queue(nameB, { connection: redisUrl() })];
+    const workers = [nameA, nameB].map((name) => new Worker(name, async () => 'ok', { connection: redisUrl(), lockManager }));
+    const onlyB = collect<LockEvent>(lockManager.events$.pipe(forWorker(workers[1].id)));
+    await Promise.all(queues.map((queue) => queue.add('j', {})));
+    await eventually(() => all.filter((e) => e.type === 'released').length === 2, 5000, 'both jobs released');
+    expect(all.map((e) => e.type).sort()).toEqual(['acquired', 'acquired', 'released', 'released']);
+    expect(onlyA.map((e) => [e.type, e.queue])).toEqual([['acquired', nameA], ['released', nameA]]);
+    expect(onlyB.every((e) => e.workerId === workers[1].id && e.queue === nameB)).toBe(true);
+    expect(onlyB).toHaveLength(2);
+    await Promise.all(workers.map((worker) => worker.close()));
+    await lockManager.close();
+    await Promise.all(queues.map((queue) => queue.close()));
+  });
+});
+
+describe('LockManager: timing options', () => {
+  const name = uniqueQueueName('opts');
+  const make = (opts: Record<string, unknown>) => () => new Worker(name, async () => 1, { autorun: false, connection: redisUrl(), ...opts });
+
+  it('refuses lockRenewTime at or over lockDuration, and zero or negative durations', () => {
+    expect(make({ lockDuration: 1000, lockRenewTime: 1000 })).toThrow(EchoMQOptionError);
+    expect(make({ lockDuration: 1000, lockRenewTime: 1500 })).toThrow(/lockRenewTime: is 1500 ms but must be below lockDuration \(1000 ms\)/);
+    expect(make({ lockDuration: 0 })).toThrow(/lockDuration: must be a whole number above 0, got 0/);
+    expect(make({ lockDuration: -5 })).toThrow(/lockDuration/);
+    expect(make({ lockRenewTime: 0 })).toThrow(/lockRenewTime/);
+    expect(make({ lockRenewTime: -1 })).toThrow(/lockRenewTime/);
+    expect(make({ stalledInterval: 0 })).toThrow(/stalledInterval/);
+    expect(make({ maxStalledCount: -1 })).toThrow(/maxStalledCount/);
+    expect(make({ unsafeLockRenewTime: 0 })).toThrow(/unsafeLockRenewTime/);
+  });
+
+  it('refuses the same timing when a holder registers with a LockManager directly', () => {
+    const lockManager = new LockManager();
+    const scripts = {} as Scripts;
+    const holder = { workerId: 'w', queue: name, scripts, lockDuration: 1000, lockRenewTime: 500, heartbeatLateThreshold: 100 };
+    expect(() => lockManager.register({ ...holder, lockRenewTime: 1000 })).toThrow(/must be below lockDuration/);
+    expect(() => lockManager.register({ ...holder, lockDuration: 0 })).toThrow(/lockDuration/);
+    expect(() => lockManager.register({ ...holder, heartbeatLateThreshold: -1 })).toThrow(/heartbeatLateThreshold/);
+    expect(() => new LockManager({ renewalChunkSize: 0 })).toThrow(/renewalChunkSize/);
+    expect(lockManager.register({ ...holder, lockRenewTime: 4000, allowLapsingRenewTime: true }).holder.lockRenewTime).toBe(4000);
+  });
+
+  it('accepts unsafeLockRenewTime over lockDuration: the documented escape hatch for demos and tests', async () => {
+    const worker = make({ lockDuration: 1000, unsafeLockRenewTime: 4000 })();
+    expect(worker.options.lockRenewTime).toBe(4000);
+    expect(worker.options.lockRenewUnsafe).toBe(true);
+    await worker.close();
+  });
+});
