@@ -1,0 +1,38 @@
+import { Queue, Worker, type Job, type Processor, type WorkerConstructorOptions } from '../../lib/index.js';
+import { redisUrl, uniqueQueueName } from './redis.js';
+
+/**
+ * A queue and the workers of one test, closed together at the end (force-closed, so a test that
+ * failed half-way never hangs the suite).
+ */
+export class Harness {
+  readonly name = uniqueQueueName('w');
+  readonly queue = new Queue(this.name, { connection: redisUrl() });
+  private readonly workers: Worker[] = [];
+
+  /** A worker on the test Redis; errors are collected instead of printed. */
+  worker<D = unknown, R = unknown>(processor: Processor<D, R>, opts: WorkerConstructorOptions = {}): Worker<D, R> {
+    const worker = new Worker<D, R>(this.name, processor, { connection: redisUrl(), ...opts });
+    worker.on('error', (error) => this.errors.push(error));
+    this.workers.push(worker as Worker);
+    return worker;
+  }
+
+  readonly errors: Error[] = [];
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.close(true)));
+    await this.queue.close();
+  }
+}
+
+/** Resolves with the first `count` jobs a worker reports for `event`, in order. */
+export function collect(worker: Worker, event: 'completed' | 'failed', count: number): Promise<Job[]> {
+  return new Promise((resolve) => {
+    const seen: Job[] = [];
+    worker.on(event, (job: Job) => {
+      seen.push(job);
+      if (seen.length === count) resolve(seen);
+    });
+  });
+}
