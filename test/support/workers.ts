@@ -1,4 +1,5 @@
-import { Queue, Worker, type Job, type Processor, type WorkerConstructorOptions } from '../../lib/index.js';
+import { Queue, Worker, type Job, type WorkerConstructorOptions } from '../../lib/index.js';
+import type { Processor } from '../../lib/runtime/job-runner.js';
 import { redisUrl, uniqueQueueName } from './redis.js';
 
 /**
