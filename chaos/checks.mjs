@@ -1,0 +1,100 @@
+// The checks run after a scenario drained: what Redis holds against what the ledgers say happened.
+import { openAttempts } from './ledger.mjs';
+
+const RECOVERY_FAULTS = new Set(['kill -9', 'SIGSTOP', 'blocking handler']);
+
+/**
+ * Computes one scenario's row. `jobs` maps each added id to its final hash (or undefined),
+ * `finished` maps ids to 'completed' | 'failed', `left` counts wait/paused/prioritized/active/delayed.
+ */
+export function checkScenario({ ids, jobs, finished, left, records, faults, crashes, timing }) {
+  const starts = records.filter((r) => r.type === 'start');
+  const planned = new Set(ids);
+  // A blocking handler is a fault of its own worker, from the moment it blocked.
+  const allFaults = [...faults, ...records.filter((r) => r.type === 'block').map((r) => ({ kind: 'blocking handler', worker: r.w, at: r.t }))];
+
+  const lost = ids.filter((id) => !jobs.get(id) || !finished.has(id));
+  const failed = ids.filter((id) => finished.get(id) === 'failed');
+
+  // Fencing: the result stored must come from the job's last pickup, and only that one may be accepted.
+  const stale = new Set();
+  const acceptedCount = new Map();
+  for (const id of ids) {
+    const hash = jobs.get(id);
+    if (!hash || finished.get(id) !== 'completed') continue;
+    const result = JSON.parse(hash.returnvalue ?? 'null');
+    if (!result || result.ats !== Number(hash.ats)) stale.add(id);
+  }
+  for (const r of records.filter((r) => r.type === 'accepted')) {
+    acceptedCount.set(r.id, (acceptedCount.get(r.id) ?? 0) + 1);
+    if (r.ats !== Number(jobs.get(r.id)?.ats)) stale.add(r.id);
+  }
+  for (const [id, count] of acceptedCount) if (count > 1) stale.add(id);
+
+  // Duplicates: every pickup after a job's first (ats counts them, recorded in the ledger or not).
+  let duplicates = 0;
+  const untraced = [];
+  for (const id of ids) {
+    const finalAts = Number(jobs.get(id)?.ats ?? 0);
+    const mine = starts.filter((r) => r.id === id);
+    for (let ats = 1; ats < finalAts; ats++) {
+      duplicates++;
+      const start = mine.find((r) => r.ats === ats);
+      const from = start?.t ?? mine.filter((r) => r.ats < ats).at(-1)?.t ?? 0;
+      const to = mine.find((r) => r.ats > ats)?.t ?? Infinity;
+      const traced = allFaults.some((f) => f.at >= from && f.at <= to && (f.global || !start || f.worker === start.w));
+      if (!traced) untraced.push(`${id}#${ats}`);
+    }
+  }
+
+  // Recovery: from a fault to the moment another pickup of each job the victim held starts running.
+  const recoveries = [];
+  for (const fault of allFaults.filter((f) => RECOVERY_FAULTS.has(f.kind))) {
+    const held = openAttempts(records.filter((r) => r.w === fault.worker), fault.at);
+    for (const attempt of held) {
+      const next = starts.find((r) => r.id === attempt.id && r.ats > attempt.ats);
+      if (next) recoveries.push(next.t - fault.at);
+    }
+  }
+
+  const refused = records.filter((r) => r.type === 'refused');
+  return {
+    jobs: ids.length,
+    completed: ids.filter((id) => finished.get(id) === 'completed').length,
+    lost: lost.length,
+    failed: failed.length,
+    left,
+    staleAccepted: stale.size,
+    duplicates,
+    untraced: untraced.length,
+    untracedIds: untraced,
+    refused: refused.length,
+    refusedCodes: [...new Set(refused.map((r) => r.code))].sort(),
+    fencedSinkRefusals: records.filter((r) => r.type === 'end' && r.sinkAccepted === false).length,
+    unexpected: starts.filter((r) => !planned.has(r.id)).length,
+    crashes: crashes.length + records.filter((r) => r.type === 'crash').length,
+    workerErrors: records.filter((r) => r.type === 'error').length,
+    faults: allFaults.length,
+    recoverySamples: recoveries.length,
+    maxRecoveryMs: recoveries.length ? Math.max(...recoveries) : null,
+    recoveryBoundMs: timing.lockDuration + timing.stalledInterval,
+  };
+}
+
+/** The verdict of one row: the list of checks that failed (empty when the scenario passed). */
+export function violations(row, { expectRefusals = false } = {}) {
+  const problems = [];
+  if (row.lost) problems.push(`${row.lost} jobs lost`);
+  if (row.failed) problems.push(`${row.failed} jobs failed`);
+  if (row.left) problems.push(`${row.left} jobs left in wait/active/delayed`);
+  if (row.staleAccepted) problems.push(`${row.staleAccepted} completions accepted from a stale owner`);
+  if (row.untraced) problems.push(`${row.untraced} duplicate executions not traced to a fault: ${row.untracedIds.join(', ')}`);
+  if (row.unexpected) problems.push(`${row.unexpected} executions of jobs never added`);
+  if (row.crashes) problems.push(`${row.crashes} worker crashes`);
+  if (row.faults === 0) problems.push('no fault was injected');
+  if (row.maxRecoveryMs !== null && row.maxRecoveryMs >= row.recoveryBoundMs) {
+    problems.push(`recovery took ${row.maxRecoveryMs} ms, not under ${row.recoveryBoundMs} ms`);
+  }
+  if (expectRefusals && row.refused === 0) problems.push('no late result was refused: the fault did not hit a held job');
+  return problems;
+}

@@ -1,0 +1,52 @@
+// The faults the harness injects. Each one is logged ({ kind, worker?, global?, at }) so that the
+// checks can trace every duplicate execution back to a fault.
+import { openAttempts, readLedger } from './ledger.mjs';
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A live, running worker that holds at least one job now, chosen at random (undefined if none). */
+export function pickHolder(fleet) {
+  const holders = fleet.alive.filter((m) => !m.stopped && openAttempts(readLedger(m)).length > 0);
+  return holders[Math.floor(Math.random() * holders.length)];
+}
+
+/** Waits (up to `timeoutMs`) until some worker holds a job, and returns it. */
+export async function waitForHolder(fleet, timeoutMs = 10_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const holder = pickHolder(fleet);
+    if (holder || Date.now() > until) return holder;
+    await sleep(50);
+  }
+}
+
+/** kill -9 of a worker holding jobs, then a fresh worker in its place. */
+export async function killHolder(ctx) {
+  const victim = await waitForHolder(ctx.fleet);
+  if (!victim) return;
+  ctx.faults.push({ kind: 'kill -9', worker: victim.name, at: Date.now() });
+  await ctx.fleet.kill(victim);
+  await ctx.fleet.spawnWorker();
+}
+
+/** SIGSTOP of a worker holding jobs for `ms` (longer than lockDuration), then SIGCONT. */
+export async function pauseHolder(ctx, ms) {
+  const victim = await waitForHolder(ctx.fleet);
+  if (!victim) return;
+  ctx.faults.push({ kind: 'SIGSTOP', worker: victim.name, at: Date.now() });
+  ctx.fleet.pause(victim);
+  await sleep(ms);
+  ctx.fleet.resume(victim);
+}
+
+/** CLIENT KILL of every normal connection but the harness's admin one: all workers lose theirs. */
+export async function killConnections(ctx) {
+  ctx.faults.push({ kind: 'CLIENT KILL', global: true, at: Date.now() });
+  await ctx.admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+}
+
+/** Stops Redis (SIGTERM, AOF appendfsync always) and starts it again after `downMs`. */
+export async function restartRedis(ctx, downMs) {
+  ctx.faults.push({ kind: 'redis restart', global: true, at: Date.now() });
+  await ctx.redis.restart({ downMs });
+}

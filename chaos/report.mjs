@@ -1,0 +1,26 @@
+// The harness's table: one row per scenario, as printed by `npm run chaos` and kept in docs/reliability.md.
+
+const COLUMNS = [
+  ['scenario', (r) => r.scenario],
+  ['jobs', (r) => r.jobs],
+  ['lost', (r) => r.lost],
+  ['left', (r) => r.left],
+  ['failed', (r) => r.failed],
+  ['stale accepted', (r) => r.staleAccepted],
+  ['dup. runs (untraced)', (r) => `${r.duplicates} (${r.untraced})`],
+  ['late results refused', (r) => (r.refused ? `${r.refused} (${r.refusedCodes.join('/')})` : '0')],
+  ['fenced writes refused', (r) => r.fencedSinkRefusals],
+  ['crashes', (r) => r.crashes],
+  ['faults', (r) => r.faults],
+  ['max fault→rerun ms (bound)', (r) => `${r.maxRecoveryMs ?? '-'} (${r.recoveryBoundMs})`],
+  ['verdict', (r) => (r.problems.length ? 'FAIL' : 'ok')],
+];
+
+/** A Markdown table of the rows. */
+export function formatTable(rows) {
+  const cells = rows.map((row) => COLUMNS.map(([, get]) => String(get(row))));
+  const header = COLUMNS.map(([name]) => name);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (values) => `| ${values.map((v, i) => v.padEnd(widths[i])).join(' | ')} |`;
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+}

@@ -1,0 +1,109 @@
+// One scenario from start to verdict: its own redis-server (AOF, appendfsync always), a fleet of
+// worker processes, a producer adding jobs in waves while the faults land, a drain, and the checks.
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { startRedis } from '../test/support/redis-process.js';
+import { checkScenario } from './checks.mjs';
+import { Fleet } from './fleet.mjs';
+import { readLedgers } from './ledger.mjs';
+import { sleep } from './faults.mjs';
+import { FREEZE_MS, TIMING } from './scenarios.mjs';
+
+const READY_STATES = ['wait', 'paused', 'prioritized', 'active', 'delayed'];
+
+/** Runs `scenario` under `profile` against the library at `libPath`; resolves with its checked row. */
+export async function runScenario(scenario, profile, libPath) {
+  const dir = mkdtempSync(join(tmpdir(), 'echomq-chaos-'));
+  const redis = await startRedis({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
+  const admin = new Redis(redis.url, { maxRetriesPerRequest: null });
+  admin.on('error', () => undefined);
+  const { Queue } = await import(libPath);
+  const queueName = `chaos-${randomBytes(4).toString('hex')}`;
+  const queue = new Queue(queueName, { connection: redis.url });
+  // Its connection errors while Redis restarts are expected here; the adds are retried by ioredis.
+  queue.client.on('error', () => undefined);
+  const fleet = new Fleet({
+    dir,
+    waitReady: (member) => waitForReady(member),
+    worker: {
+      libPath, redisUrl: redis.url, queue: queueName, sinkKey: `chaos:{${queueName}}:sink`,
+      workerOptions: { concurrency: profile.concurrency, drainDelay: 1, maxStalledCount: 1000, ...TIMING },
+    },
+  });
+  try {
+    for (let i = 0; i < profile.workers; i++) await fleet.spawnWorker();
+    const ids = planJobs(profile, scenario.blocking ? profile.blockJobs : 0);
+    const ctx = { fleet, redis, admin, faults: [] };
+    await Promise.all([produce(queue, ids, profile), scenario.inject(ctx, profile)]);
+    await drain(admin, queue, ids.length, profile.drainTimeoutMs);
+    await fleet.stopAll();
+    const state = await readState(admin, queue, ids.map((j) => j.id));
+    return {
+      scenario: scenario.name,
+      ...checkScenario({ ids: ids.map((j) => j.id), ...state, records: readLedgers(fleet.members), faults: ctx.faults, crashes: fleet.crashes(), timing: TIMING }),
+    };
+  } finally {
+    await fleet.stopAll(2000);
+    await queue.close().catch(() => undefined);
+    admin.disconnect();
+    await redis.stop();
+    if (!process.env.CHAOS_KEEP) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The jobs of one run: custom ids, so that an add resent after a cut connection stays one job. */
+function planJobs(profile, blockJobs) {
+  const [min, max] = profile.workMs;
+  return Array.from({ length: profile.jobs }, (_, n) => ({
+    id: `job-${n}`,
+    data: n % Math.floor(profile.jobs / Math.max(1, blockJobs)) === 7 && blockJobs > 0
+      ? { workMs: 0, blockMs: FREEZE_MS }
+      : { workMs: min + Math.floor(Math.random() * (max - min)) },
+  }));
+}
+
+/** Adds the jobs in waves, so that there is load while the faults land. */
+async function produce(queue, jobs, profile) {
+  const size = Math.ceil(jobs.length / profile.waves);
+  for (let i = 0; i < jobs.length; i += size) {
+    await queue.addBulk(jobs.slice(i, i + size).map((j) => ({ name: 'chaos', data: j.data, opts: { jobId: j.id } })));
+    await sleep(profile.waveGapMs);
+  }
+}
+
+async function waitForReady(member, timeoutMs = 20_000) {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (member.exit) throw new Error(`chaos worker ${member.name} exited before it was ready: ${JSON.stringify(member.exit)}`);
+    if (existsSync(member.ledgerFile) && readFileSync(member.ledgerFile, 'utf8').includes('"type":"ready"')) return;
+    await sleep(50);
+  }
+  throw new Error(`chaos worker ${member.name} was not ready after ${timeoutMs} ms`);
+}
+
+/** Waits until every job finished (completed or failed), or the timeout; the checks say what is missing. */
+async function drain(admin, queue, total, timeoutMs) {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const finished = (await admin.zcard(queue.keys.state('completed'))) + (await admin.zcard(queue.keys.state('failed')));
+    if (finished >= total) return;
+    await sleep(200);
+  }
+}
+
+/** What Redis holds at the end: each job's hash, where it finished, and what is left in the ready states. */
+async function readState(admin, queue, ids) {
+  const pipeline = admin.pipeline();
+  for (const id of ids) pipeline.hgetall(queue.keys.job(id));
+  const hashes = (await pipeline.exec()).map(([, hash]) => (Object.keys(hash).length ? hash : undefined));
+  const jobs = new Map(ids.map((id, i) => [id, hashes[i]]));
+  const finished = new Map();
+  for (const id of await admin.zrange(queue.keys.state('completed'), 0, -1)) finished.set(id, 'completed');
+  for (const id of await admin.zrange(queue.keys.state('failed'), 0, -1)) finished.set(id, 'failed');
+  const counts = await queue.getJobCounts(...READY_STATES);
+  const left = READY_STATES.reduce((sum, s) => sum + counts[s], 0);
+  return { jobs, finished, left };
+}

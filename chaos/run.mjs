@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+// npm run chaos: runs every scenario (or those named with --only) against the built library and
+// prints the table. Exit code 1 when any check failed.
+//   node chaos/run.mjs [--profile ci|full] [--lib path/to/index.js] [--only name,...] [--json out.json]
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { violations } from './checks.mjs';
+import { formatTable } from './report.mjs';
+import { runScenario } from './run-scenario.mjs';
+import { PROFILES, SCENARIOS, TIMING } from './scenarios.mjs';
+
+const { values } = parseArgs({
+  options: {
+    profile: { type: 'string', default: 'full' },
+    lib: { type: 'string', default: 'dist/lib/index.js' },
+    only: { type: 'string' },
+    json: { type: 'string' },
+  },
+});
+const profile = PROFILES[values.profile];
+if (!profile) throw new Error(`unknown profile ${values.profile}; use ${Object.keys(PROFILES).join(' or ')}`);
+const libPath = pathToFileURL(resolve(values.lib)).href;
+const only = values.only?.split(',');
+const scenarios = SCENARIOS.filter((s) => !only || only.includes(s.name));
+
+console.log(`chaos profile ${values.profile}: ${profile.workers} worker processes × concurrency ${profile.concurrency}, ` +
+  `${profile.jobs} jobs per scenario, lockDuration ${TIMING.lockDuration} ms, lockRenewTime ${TIMING.lockRenewTime} ms, stalledInterval ${TIMING.stalledInterval} ms`);
+// redis-process.js unrefs its redis-server child: without a ref'd handle, awaiting its exit would
+// leave the event loop empty and end this script mid-await.
+const keepAlive = setInterval(() => undefined, 1000);
+const rows = [];
+for (const scenario of scenarios) {
+  const started = Date.now();
+  const row = await runScenario(scenario, profile, libPath);
+  row.problems = violations(row, { expectRefusals: /SIGSTOP|blocking/.test(scenario.name) });
+  row.seconds = Math.round((Date.now() - started) / 100) / 10;
+  rows.push(row);
+  console.log(`${scenario.name}: ${row.problems.length ? 'FAIL ' + row.problems.join('; ') : 'ok'} (${row.seconds} s)`);
+}
+clearInterval(keepAlive);
+console.log('\n' + formatTable(rows));
+if (values.json) writeFileSync(values.json, JSON.stringify(rows, null, 2));
+process.exit(rows.some((r) => r.problems.length) ? 1 : 0);
