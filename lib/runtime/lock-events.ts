@@ -29,6 +29,8 @@ export interface LockRenewedEvent extends LockEventBase {
   jobIds: string[];
   /** The extendLocks-1 round trip, ms (all chunks pipelined in one). */
   roundTripMs: number;
+  /** The whole tick, ms: building the calls, the round trip, reading the replies. */
+  tickMs: number;
 }
 
 /** A renewal found the lock gone (-2) or held by another token (-6): the job is not this worker's. */

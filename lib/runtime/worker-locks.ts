@@ -215,11 +215,11 @@ export class WorkerLocks {
       return;
     }
     const roundTripMs = Date.now() - sentAt;
-    this.apply(jobs, replies, sentAt, roundTripMs);
+    this.apply(jobs, replies, sentAt, roundTripMs, firedAt);
   }
 
   /** Reads a tick's replies: renewed jobs get a fresh renewedAt, lost ones are let go. */
-  private apply(jobs: TrackedJob[], replies: Array<[Error | null, unknown]>, sentAt: number, roundTripMs: number): void {
+  private apply(jobs: TrackedJob[], replies: Array<[Error | null, unknown]>, sentAt: number, roundTripMs: number, firedAt: number): void {
     const { queue, workerId } = this.holder;
     const at = Date.now();
     const renewedIds: string[] = [];
@@ -244,7 +244,7 @@ export class WorkerLocks {
         }
       }
     });
-    if (renewedIds.length > 0) this.emit.renewed({ type: 'renewed', queue, workerId, at, jobIds: renewedIds, roundTripMs });
+    if (renewedIds.length > 0) this.emit.renewed({ type: 'renewed', queue, workerId, at, jobIds: renewedIds, roundTripMs, tickMs: Date.now() - firedAt });
     for (const [job, code] of lost) this.lose(job, code, codeMeaning(code), at);
   }
 }
