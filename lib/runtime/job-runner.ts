@@ -77,8 +77,9 @@ export class JobRunner {
       }
     }
 
-    if (!lock.held) {
-      // The heartbeat found the lock gone: the job is another worker's now (or will be).
+    if (!lock.held || signal.aborted) {
+      // The heartbeat found the lock gone, or the worker closed without waiting (close(true)):
+      // either way this worker gave the job up, and its lock is left to lapse for another one.
       this.events.lockLost(job, signal.reason as Error);
       return undefined;
     }

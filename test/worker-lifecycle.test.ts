@@ -1,0 +1,231 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { firstValueFrom, filter, toArray, take } from 'rxjs';
+import { EchoMQError, EchoMQOptionError, QueueEvents, Worker, type Job } from '../lib/index.js';
+import { eventually, newClient, redisUrl, sleep } from './support/redis.js';
+import { collect, Harness } from './support/workers.js';
+
+// The Worker's lifecycle against real Redis: pause, concurrency, close, job methods, events.
+let h: Harness;
+afterEach(async () => {
+  await h.close();
+  expect(h.errors).toEqual([]);
+});
+
+/** A processor that waits until `release()` is called, so a test controls when jobs end. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { release: () => open(), wait: () => opened };
+}
+
+describe('Worker: pause and concurrency', () => {
+  it('takes nothing while the queue is paused, and resumes where it stopped', async () => {
+    h = new Harness();
+    const worker = h.worker(async () => null);
+    await worker.waitUntilReady();
+    await h.queue.pause();
+    await h.queue.add('held', {});
+    await sleep(500);
+    expect(await h.queue.getJobCounts('paused', 'active', 'completed')).toEqual({ paused: 1, active: 0, completed: 0 });
+    const done = collect(worker, 'completed', 1);
+    await h.queue.resume();
+    expect((await done)[0].name).toBe('held');
+  });
+
+  it('lets a running job finish when the queue is paused', async () => {
+    h = new Harness();
+    const g = gate();
+    const worker = h.worker(async () => { await g.wait(); return 'done'; });
+    const done = collect(worker, 'completed', 1);
+    await h.queue.addBulk([{ name: 'running', data: 0 }, { name: 'waiting', data: 0 }]);
+    await eventually(() => worker.runningCount === 1);
+    await h.queue.pause();
+    g.release();
+    expect((await done)[0].name).toBe('running');
+    await sleep(300);
+    expect(await h.queue.getJobCounts('paused', 'active')).toEqual({ paused: 1, active: 0 });
+  });
+
+  it('honours concurrency exactly: never more, and reaches it', async () => {
+    h = new Harness();
+    let now = 0;
+    let max = 0;
+    const worker = h.worker(async () => {
+      max = Math.max(max, ++now);
+      await sleep(40);
+      now--;
+    }, { concurrency: 5 });
+    const done = collect(worker, 'completed', 60);
+    await h.queue.addBulk(Array.from({ length: 60 }, (_, i) => ({ name: 'c', data: i })));
+    await done;
+    expect(max).toBe(5);
+  });
+
+  it('refuses a concurrency of 0 and a lockRenewTime at or over lockDuration', () => {
+    expect(() => new Worker('q', async () => null, { concurrency: 0, autorun: false, connection: redisUrl() }))
+      .toThrow(expect.objectContaining({ field: 'concurrency' }));
+    expect(() => new Worker('q', async () => null, { lockDuration: 1000, lockRenewTime: 1000, autorun: false }))
+      .toThrow(EchoMQOptionError);
+    expect(() => new Worker('a:b', async () => null, { autorun: false })).toThrow(EchoMQOptionError);
+    h = new Harness();
+  });
+});
+
+describe('Worker: close', () => {
+  it('close() waits for a running job, renewing its lock past lockDuration, and it completes', async () => {
+    h = new Harness();
+    const client = newClient();
+    const g = gate();
+    const worker = h.worker(async () => { await g.wait(); return 'finished'; }, { lockDuration: 1000, lockRenewTime: 250, stalledInterval: 500 });
+    const job = await h.queue.add('long', {});
+    await eventually(() => worker.runningCount === 1);
+    let closed = false;
+    const closing = worker.close().then(() => (closed = true));
+    await sleep(2000); // two lock durations: only the heartbeat keeps the lock alive
+    expect(closed).toBe(false);
+    expect(await client.exists(h.queue.keys.lock(job.id))).toBe(1);
+    g.release();
+    await closing;
+    const stored = await h.queue.getJob(job.id);
+    expect(await stored?.getState()).toBe('completed');
+    expect(stored?.returnvalue).toBe('finished');
+    expect(stored?.attemptsStarted).toBe(1);
+    expect(stored?.stalledCounter).toBe(0);
+    expect(await client.exists(h.queue.keys.lock(job.id))).toBe(0);
+    await client.quit();
+  });
+
+  it('close() takes no new job while it waits', async () => {
+    h = new Harness();
+    const g = gate();
+    const worker = h.worker(async () => { await g.wait(); return 1; }, { concurrency: 1 });
+    await h.queue.addBulk([{ name: 'first', data: 0 }, { name: 'second', data: 0 }]);
+    await eventually(() => worker.runningCount === 1);
+    const closing = worker.close();
+    g.release();
+    await closing;
+    expect(worker.status).toBe('closed');
+    expect(await h.queue.getJobCounts('wait', 'active', 'completed')).toEqual({ wait: 1, active: 0, completed: 1 });
+  });
+
+  it('close(true) does not wait: the signal aborts, the job stays active until its lock lapses', async () => {
+    h = new Harness();
+    let aborted: unknown;
+    const worker = h.worker(async (_job, { signal }) => {
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+      aborted = signal.reason;
+      return 'late';
+    }, { lockDuration: 5000 });
+    const job = await h.queue.add('cut', {});
+    await eventually(() => worker.runningCount === 1);
+    await worker.close(true);
+    expect(worker.status).toBe('closed');
+    await eventually(() => aborted !== undefined);
+    expect(await h.queue.getJobCounts('active', 'completed')).toEqual({ active: 1, completed: 0 });
+    // Another worker's sweep gives it back once the lock lapsed, and runs it again.
+    const client = newClient();
+    // The lock lapses (we skip the wait), and the first worker's sweep guard (30 s) is cleared.
+    await client.del(h.queue.keys.lock(job.id), h.queue.keys.stalledCheck);
+    await client.quit();
+    const again = h.worker(async () => 'second run', { stalledInterval: 300 });
+    const [done] = await collect(again, 'completed', 1);
+    expect(done.id).toBe(job.id);
+    expect((await h.queue.getJob(job.id))?.attemptsStarted).toBe(2);
+  });
+});
+
+describe('Job methods inside and after a run', () => {
+  it('updateProgress, log and getState work inside the processor', async () => {
+    h = new Harness();
+    const states: string[] = [];
+    const worker = h.worker(async (job) => {
+      states.push(await job.getState());
+      await job.updateProgress({ pct: 50 });
+      await job.log('half way');
+      await job.log('done');
+      return 'ok';
+    });
+    const done = collect(worker, 'completed', 1);
+    const job = await h.queue.add('p', {});
+    expect(await job.getState()).toMatch(/wait|active/);
+    await done;
+    const stored = await h.queue.getJob(job.id);
+    expect(states).toEqual(['active']);
+    expect(stored?.progress).toEqual({ pct: 50 });
+    expect(await stored?.getLogs()).toEqual(['half way', 'done']);
+    expect(await stored?.getState()).toBe('completed');
+  });
+
+  it('remove() refuses a job a worker holds and removes it once finished', async () => {
+    h = new Harness();
+    const g = gate();
+    const worker = h.worker(async () => { await g.wait(); return 1; });
+    const done = collect(worker, 'completed', 1);
+    const job = await h.queue.add('r', {});
+    await eventually(() => worker.runningCount === 1);
+    const refused = await job.remove().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(EchoMQError);
+    g.release();
+    await done;
+    await job.remove();
+    expect(await h.queue.getJob(job.id)).toBeUndefined();
+    expect(await job.getState()).toBe('unknown');
+  });
+
+  it('retry() sends a failed job back for a new round of attempts', async () => {
+    h = new Harness();
+    let runs = 0;
+    const worker = h.worker(async () => { if (++runs === 1) throw new Error('first fails'); return 'second works'; });
+    const failed = collect(worker, 'failed', 1);
+    const job = await h.queue.add('again', {});
+    await failed;
+    const stored = (await h.queue.getJob(job.id))!;
+    expect(await stored.getState()).toBe('failed');
+    const done = collect(worker, 'completed', 1);
+    await stored.retry();
+    await done;
+    const after = await h.queue.getJob(job.id);
+    expect(after?.returnvalue).toBe('second works');
+    expect(after?.attemptsStarted).toBe(2);
+    await expect(after!.retry()).rejects.toThrow(EchoMQError);
+  });
+});
+
+describe('QueueEvents and waitUntilFinished', () => {
+  it('streams the lifecycle of a job as typed events', async () => {
+    h = new Harness();
+    const events = new QueueEvents(h.name, { connection: redisUrl() });
+    await events.waitUntilReady();
+    const seen = firstValueFrom(events.events$.pipe(filter((e) => e.jobId === '1'), take(4), toArray()));
+    h.worker(async (job: Job) => { await job.updateProgress(7); return { ok: true }; });
+    await h.queue.add('e', {});
+    const list = await seen;
+    expect(list.map((e) => e.event)).toEqual(['waiting', 'active', 'progress', 'completed']);
+    expect(list[3].fields.returnvalue).toBe('{"ok":true}');
+    expect(list.every((e) => e.queue === h.name)).toBe(true);
+    await events.close();
+  });
+
+  it('waitUntilFinished resolves with the result, rejects with the failure, and times out', async () => {
+    h = new Harness();
+    const events = new QueueEvents(h.name, { connection: redisUrl() });
+    await events.waitUntilReady();
+    const g = gate();
+    h.worker(async (job: Job) => {
+      await g.wait();
+      if (job.name === 'bad') throw new Error('it broke');
+      return { sum: 3 };
+    });
+    const good = await h.queue.add('good', {});
+    const bad = await h.queue.add('bad', {});
+    await expect(good.waitUntilFinished(events, 200)).rejects.toThrow(/did not finish within 200 ms/);
+    const goodResult = good.waitUntilFinished(events, 10_000);
+    const badResult = bad.waitUntilFinished(events, 10_000);
+    g.release();
+    expect(await goodResult).toEqual({ sum: 3 });
+    await expect(badResult).rejects.toThrow('it broke');
+    // Already finished: answered from the job hash.
+    expect(await good.waitUntilFinished(events, 1000)).toEqual({ sum: 3 });
+    await events.close();
+  });
+});
