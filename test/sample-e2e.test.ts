@@ -66,7 +66,7 @@ describe('the sample app over HTTP', () => {
       const mine = await eventually(() => {
         const about = stream.events.filter((e) => e.jobId === render.id || (e.jobIds as string[] | undefined)?.includes(render.id));
         return about.some((e) => e.type === 'released') && about;
-      }, 10_000, 'the render job\'s lock events');
+      }, 10_000, 'the render job\'s lock events') as Array<Record<string, unknown>>;
       expect(mine[0]).toMatchObject({ type: 'acquired', queue: 'reports' });
       expect(mine.filter((e) => e.type === 'renewed').length).toBeGreaterThanOrEqual(2);
       expect(mine.at(-1)).toMatchObject({ type: 'released', reason: 'completed' });
@@ -80,7 +80,7 @@ describe('the sample app over HTTP', () => {
     const view = await eventually(async () => {
       const current = await show(job.id);
       return current.state === 'failed' && current;
-    }, 15_000, 'the unknown job');
+    }, 15_000, 'the unknown job') as Record<string, unknown>;
     expect(view.failedReason).toMatch(/"unknown" has no handler in processor ReportsProcessor/);
     expect((await fetch(`${base}/jobs/does-not-exist`)).status).toBe(404);
   });
