@@ -8,12 +8,17 @@ import { redisUrl, uniqueQueueName } from './redis.js';
  */
 export class Harness {
   readonly name = uniqueQueueName('w');
-  readonly queue = new Queue(this.name, { connection: redisUrl() });
+  readonly queue: Queue;
   private readonly workers: Worker[] = [];
 
-  /** A worker on the test Redis; errors are collected instead of printed. */
+  /** `url`: the Redis to use; by default the test run's private server. */
+  constructor(readonly url = redisUrl()) {
+    this.queue = new Queue(this.name, { connection: url });
+  }
+
+  /** A worker on the harness's Redis; errors are collected instead of printed. */
   worker<D = unknown, R = unknown>(processor: Processor<D, R>, opts: WorkerConstructorOptions = {}): Worker<D, R> {
-    const worker = new Worker<D, R>(this.name, processor, { connection: redisUrl(), ...opts });
+    const worker = new Worker<D, R>(this.name, processor, { connection: this.url, ...opts });
     worker.on('error', (error) => this.errors.push(error));
     this.workers.push(worker as Worker);
     return worker;
