@@ -1,0 +1,81 @@
+// Latency with an idle worker: add to handler start, and how late delayed jobs fire.
+import { performance } from 'node:perf_hooks';
+import { check } from './measure.mjs';
+import { Tally } from './tally.mjs';
+import { verifyCounts, verifyTally } from './verify.mjs';
+import { percentile } from './stats.mjs';
+
+/** Long enough for the worker to be back in its blocking wait before the next add. */
+const IDLE_PAUSE_MS = 10;
+
+/** Runs `body(queue, tally, starts)` against a running worker whose handler records start times. */
+async function withIdleWorker(system, ctx, total, concurrency, body) {
+  const name = ctx.queueName();
+  const queue = system.queue(name, ctx.url);
+  const tally = new Tally(total);
+  const startedAt = new Array(total);
+  const worker = system.worker(name, ctx.url, async (job) => {
+    startedAt[job.data.i] = { perf: performance.now(), wall: Date.now() };
+    tally.ran(job.data.i);
+  }, concurrency);
+  worker.on('completed', () => tally.completed());
+  worker.on('error', (error) => console.error(`${system.name} worker error:`, error.message));
+  let closed = false;
+  try {
+    await system.ready(queue);
+    await system.ready(worker);
+    void worker.run();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const result = await body(queue, tally, startedAt);
+    await tally.whenDone(ctx.timeoutMs);
+    await worker.close();
+    closed = true;
+    verifyTally(tally);
+    await verifyCounts(ctx.meter, system, name, { wait: 0, active: 0, completed: total });
+    return result;
+  } finally {
+    if (!closed) await worker.close(true);
+    await queue.close();
+  }
+}
+
+/** From just before add() to the handler's start, one job at a time, the worker idle each time. */
+export const addToStart = {
+  name: 'add-to-start latency, idle worker',
+  latency: true,
+  size: (sizes) => sizes.latency,
+  run: (system, ctx) => withIdleWorker(system, ctx, ctx.sizes.latency, 1, async (queue, tally, startedAt) => {
+    const latencies = [];
+    for (let i = 0; i < ctx.sizes.latency; i++) {
+      await new Promise((resolve) => setTimeout(resolve, IDLE_PAUSE_MS));
+      const before = performance.now();
+      await queue.add('bench', { i });
+      while (startedAt[i] === undefined) await new Promise((resolve) => setImmediate(resolve));
+      latencies.push(startedAt[i].perf - before);
+    }
+    return { p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
+  }),
+};
+
+/**
+ * Delayed jobs (200 ms to 2 s, spread evenly) added at once to an idle worker at concurrency 50:
+ * how long after its due time each job's handler starts. None may start early.
+ */
+export const delayedFiring = {
+  name: 'delayed-job firing error',
+  latency: true,
+  size: (sizes) => sizes.delayed,
+  run: (system, ctx) => withIdleWorker(system, ctx, ctx.sizes.delayed, 50, async (queue, tally, startedAt) => {
+    const total = ctx.sizes.delayed;
+    const dueAt = [];
+    for (let i = 0; i < total; i++) {
+      const delay = 200 + Math.round((i * 1800) / total);
+      dueAt.push(Date.now() + delay);
+      await queue.add('bench', { i }, { delay });
+    }
+    await tally.whenDone(ctx.timeoutMs);
+    const errors = startedAt.map((started, i) => started.wall - dueAt[i]);
+    check(Math.min(...errors) >= 0, `a delayed job started ${-Math.min(...errors)} ms before it was due`);
+    return { p50Ms: percentile(errors, 50), p99Ms: percentile(errors, 99) };
+  }),
+};

@@ -1,0 +1,135 @@
+// npm run bench [-- --quick] [--rounds N] [--only text] [--breakdown]
+// EchoMQ (the built dist/) against BullMQ on one Redis: each scenario for each system in turn,
+// A B A B, for several rounds; prints the medians and the ratio EchoMQ / BullMQ.
+import { cpus } from 'node:os';
+import { Redis } from 'ioredis';
+import { startRedis } from '../test/support/redis-process.js';
+import { addBulk, addConcurrent, addOne } from './add-scenarios.mjs';
+import { processConcurrency1, processConcurrency50, processFourProcesses } from './process-scenarios.mjs';
+import { addToStart, delayedFiring } from './latency-scenarios.mjs';
+import { CheckFailed } from './measure.mjs';
+import { formatNumber, median, renderTable } from './stats.mjs';
+import { connectionOf, SYSTEMS } from './systems.mjs';
+
+const SIZES = {
+  quick: { rounds: 3, addOne: 2000, addConcurrent: 5000, addBulk: 10000, process1: 2000, process50: 10000, processes4: 10000, latency: 100, delayed: 100 },
+  full: { rounds: 5, addOne: 5000, addConcurrent: 20000, addBulk: 50000, process1: 5000, process50: 30000, processes4: 30000, latency: 300, delayed: 300 },
+};
+const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, processConcurrency50, processFourProcesses, addToStart, delayedFiring];
+const THROUGHPUT_FIGURES = [
+  ['jobsPerSec', 'jobs/s'], ['redisCpuUsPerJob', 'Redis CPU µs/job'], ['commandsPerJob', 'Redis commands/job'], ['nodeCpuUsPerJob', 'Node CPU µs/job'],
+];
+const LATENCY_FIGURES = [['p50Ms', 'p50 ms'], ['p99Ms', 'p99 ms']];
+
+function parseArgs(argv) {
+  const args = { quick: false, rounds: undefined, only: undefined, breakdown: false };
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--quick') args.quick = true;
+    else if (argv[i] === '--breakdown') args.breakdown = true;
+    else if (argv[i] === '--rounds') args.rounds = Number(argv[++i]);
+    else if (argv[i] === '--only') args.only = argv[++i];
+    else throw new Error(`unknown argument ${argv[i]}; use --quick, --rounds N, --only text, --breakdown`);
+  }
+  return args;
+}
+
+let queueCounter = 0;
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const sizes = { ...(args.quick ? SIZES.quick : SIZES.full) };
+  const rounds = args.rounds ?? sizes.rounds;
+  const scenarios = SCENARIOS.filter((s) => !args.only || s.name.includes(args.only));
+  const server = process.env.REDIS_URL ? undefined : await startRedis();
+  const url = process.env.REDIS_URL ?? server.url;
+  const meter = new Redis(connectionOf(url));
+  const ctx = { url, meter, sizes, timeoutMs: 120_000, queueName: () => `bench-${process.pid}-${++queueCounter}` };
+  const systems = [SYSTEMS.echomq, SYSTEMS.bullmq];
+  const results = new Map(); // scenario name -> system id -> array of figures
+  const failures = [];
+  try {
+    const version = (await meter.info('server')).match(/redis_version:(\S+)/)[1];
+    console.log(`machine: ${cpus().length} CPUs, ${cpus()[0].model}; Node ${process.version}; Redis ${version} at ${url}`);
+    console.log(`${args.quick ? 'quick' : 'full'} run, ${rounds} rounds, sizes ${JSON.stringify(sizes)}\n`);
+    await warmUp(systems, ctx);
+    for (let round = 1; round <= rounds; round++) {
+      for (const scenario of scenarios) {
+        for (const system of systems) {
+          if (server) await meter.flushdb(); // our own server only: each run starts from an empty Redis
+          const started = Date.now();
+          let outcome;
+          try {
+            outcome = await scenario.run(system, ctx);
+          } catch (error) {
+            outcome = { failed: error instanceof CheckFailed ? error.message : `error: ${error.stack ?? error}` };
+            failures.push(`round ${round}, ${scenario.name}, ${system.name}: ${outcome.failed}`);
+          }
+          const bySystem = results.get(scenario.name) ?? new Map();
+          results.set(scenario.name, bySystem);
+          bySystem.set(system.id, [...(bySystem.get(system.id) ?? []), outcome]);
+          process.stderr.write(`round ${round} ${scenario.name} ${system.name}: ${outcome.failed ? 'FAILED' : 'ok'} (${Date.now() - started} ms)\n`);
+        }
+      }
+    }
+  } finally {
+    meter.disconnect();
+    await server?.stop();
+  }
+  console.log(renderTable(['scenario / figure (median)', 'EchoMQ', 'BullMQ', 'EchoMQ/BullMQ'], tableRows(scenarios, results, sizes)));
+  if (args.breakdown) printBreakdown(scenarios, results);
+  if (failures.length > 0) {
+    console.log(`\n${failures.length} run(s) FAILED their self-check (not timed):\n  ${failures.join('\n  ')}`);
+    process.exitCode = 1;
+  }
+}
+
+/** A few jobs through each system first, so script loading and JIT warm-up are not timed. */
+async function warmUp(systems, ctx) {
+  const sizes = ctx.sizes;
+  ctx.sizes = { ...sizes, addOne: 50, process50: 200, latency: 5 };
+  for (const system of systems) for (const scenario of [addOne, processConcurrency50, addToStart]) await scenario.run(system, ctx);
+  ctx.sizes = sizes;
+}
+
+function medianOf(runs, figure) {
+  if (!runs || runs.some((run) => run.failed)) return NaN;
+  return median(runs.map((run) => run[figure]));
+}
+
+function tableRows(scenarios, results, sizes) {
+  const rows = [];
+  const row = (label, echo, bull) => rows.push([label, formatNumber(echo), formatNumber(bull), Number.isFinite(echo / bull) ? `${(echo / bull).toFixed(2)}x` : '-']);
+  for (const scenario of scenarios) {
+    const bySystem = results.get(scenario.name);
+    const echoRuns = bySystem.get('echomq');
+    const bullRuns = bySystem.get('bullmq');
+    const failed = [echoRuns, bullRuns].map((runs) => runs.filter((run) => run.failed).length);
+    rows.push([`${scenario.name} (${scenario.size(sizes)} jobs)`, failed[0] ? `FAILED ${failed[0]}` : '', failed[1] ? `FAILED ${failed[1]}` : '', '']);
+    for (const [figure, label] of scenario.latency ? LATENCY_FIGURES : THROUGHPUT_FIGURES) {
+      row(`  ${label}`, medianOf(echoRuns, figure), medianOf(bullRuns, figure));
+    }
+  }
+  const combined = (id) => medianOf(results.get(addConcurrent.name)?.get(id), 'redisCpuUsPerJob') + medianOf(results.get(processConcurrency50.name)?.get(id), 'redisCpuUsPerJob');
+  row('Redis CPU µs/job, add concurrently + process c50', combined('echomq'), combined('bullmq'));
+  return rows;
+}
+
+function printBreakdown(scenarios, results) {
+  for (const scenario of scenarios.filter((s) => !s.latency)) {
+    console.log(`\n${scenario.name}: Redis commands per job (last round)`);
+    const last = (id) => results.get(scenario.name).get(id).at(-1).callsPerJob ?? {};
+    const echo = last('echomq');
+    const bull = last('bullmq');
+    const names = [...new Set([...Object.keys(echo), ...Object.keys(bull)])].sort((a, b) => (echo[b] ?? 0) + (bull[b] ?? 0) - (echo[a] ?? 0) - (bull[a] ?? 0));
+    console.log(renderTable(['command', 'EchoMQ', 'BullMQ'], names.map((n) => [n, formatNumber(echo[n] ?? 0), formatNumber(bull[n] ?? 0)])));
+  }
+}
+
+// The private redis-server child is unref'd, so while main() waits for it to exit nothing else
+// would keep the event loop alive: hold it open until main() is done.
+const keepAlive = setInterval(() => {}, 1000);
+try {
+  await main();
+} finally {
+  clearInterval(keepAlive);
+}
