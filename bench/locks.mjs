@@ -28,7 +28,7 @@ async function serverReading(admin) {
 }
 
 function heapUsed() {
-  for (let i = 0; i < 4; i++) global.gc?.();
+  for (let i = 0; i < 4; i++) global.gc?.({ type: 'major', execution: 'sync' });
   return process.memoryUsage().heapUsed;
 }
 
@@ -55,9 +55,7 @@ async function batched(client, admin, n) {
   await scripts.extendLock('warm', 'x', 1); // loads the scripts' digests; not counted
   const lockManager = new LockManager();
   const locks = lockManager.register({ workerId: 'bench', queue, scripts, lockDuration: LOCK_DURATION, lockRenewTime: RENEW_EVERY, heartbeatLateThreshold: 10_000 });
-  const heapBefore = heapUsed();
   const handles = pairs.map(([jobId, token]) => locks.track(jobId, token, 1));
-  const heapPerJob = (heapUsed() - heapBefore) / n;
   const ticks = [];
   await new Promise((resolve) => {
     const sub = lockManager.renewed$.subscribe((tick) => {
@@ -78,7 +76,6 @@ async function batched(client, admin, n) {
     evalsha: (end.evalsha - start.evalsha) / TICKS,
     cpuMs: (end.cpuMs - start.cpuMs) / TICKS,
     tickMs: median(measured.map((t) => t.tickMs)),
-    heapPerJob,
     timers: 1,
   };
 }
@@ -104,9 +101,26 @@ async function perJob(client, admin, n) {
     evalsha: (end.evalsha - start.evalsha) / TICKS,
     cpuMs: (end.cpuMs - start.cpuMs) / TICKS,
     tickMs: median(durations),
-    heapPerJob: undefined,
     timers: undefined,
   };
+}
+
+/** Heap bytes per tracked job: 50,000 jobs tracked (no tick fires), three runs, the median. */
+function heapPerTrackedJob(client) {
+  const n = 50_000;
+  const scripts = new Scripts(client, new Keys('bench-heap'), 1000);
+  const runs = [];
+  for (let run = 0; run < 3; run++) {
+    const lockManager = new LockManager();
+    const locks = lockManager.register({ workerId: `heap-${run}`, queue: 'bench-heap', scripts, lockDuration: LOCK_DURATION, lockRenewTime: LOCK_DURATION - 1, heartbeatLateThreshold: 10_000 });
+    const ids = Array.from({ length: n }, (_, i) => [`h-${i}`, `token-h-${i}`]);
+    const before = heapUsed();
+    const handles = ids.map(([jobId, token]) => locks.track(jobId, token, 1));
+    runs.push((heapUsed() - before) / n);
+    for (const handle of handles) handle.release('completed');
+    void lockManager.close();
+  }
+  return median(runs);
 }
 
 function median(values) {
@@ -115,10 +129,9 @@ function median(values) {
 }
 
 function table(rows) {
-  const head = ['jobs', 'renewal', 'round trips/tick', 'EVALSHA/tick', 'Redis CPU ms/tick', 'tick ms (median)', 'heap B/job'];
+  const head = ['jobs', 'renewal', 'round trips/tick', 'EVALSHA/tick', 'Redis CPU ms/tick', 'tick ms (median)'];
   const body = rows.map((r) => [
     r.n.toLocaleString('en'), r.mode, String(r.roundTrips), r.evalsha.toFixed(0), r.cpuMs.toFixed(2), r.tickMs.toFixed(1),
-    r.heapPerJob === undefined ? '-' : r.heapPerJob.toFixed(0),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
   const line = (cells) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
@@ -137,6 +150,8 @@ try {
   }
   console.log(`lockDuration ${LOCK_DURATION} ms, ${TICKS} ticks measured per row, Node ${process.version}, private redis-server on port ${redis.port}\n`);
   console.log(table(rows));
+  const heap = heapPerTrackedJob(client);
+  console.log(`\nNode heap per tracked job (LockManager entry, its AbortController and signal): ${heap.toFixed(0)} bytes; timers per worker: 1`);
 } finally {
   client.disconnect();
   admin.disconnect();
