@@ -1,6 +1,9 @@
 import type { Scripts, SweepResult } from '../protocol/scripts.js';
 import { Periodic } from './periodic.js';
 
+/** Sweep tries per stalledInterval; all but about one find the guard set and change nothing. */
+export const SWEEP_TRIES_PER_INTERVAL = 4;
+
 export interface SweeperSettings {
   stalledInterval: number;
   maxStalledCount: number;
@@ -20,7 +23,11 @@ export class StalledSweeper {
     private readonly onSwept: (result: SweepResult) => void,
     private readonly onError: (error: Error) => void,
   ) {
-    this.periodic = new Periodic(settings.stalledInterval, () => this.sweepSafely());
+    // Try several times per interval: the guard still lets one sweep through per stalledInterval,
+    // but the first try after it expires gets it. Trying once per interval, a lone worker would
+    // find its own guard still alive by a few ms and sweep only every second interval.
+    const attemptEvery = Math.max(1, Math.floor(settings.stalledInterval / SWEEP_TRIES_PER_INTERVAL));
+    this.periodic = new Periodic(attemptEvery, () => this.sweepSafely());
   }
 
   /** Starts sweeping; the first sweep runs at once (it finds what a crashed worker left). */
