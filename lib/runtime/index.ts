@@ -7,5 +7,6 @@ export * from './lock-manager.js';
 export * from './options.js';
 export * from './queue.js';
 export * from './queue-events.js';
+export * from './redis-health.js';
 export * from './unrecoverable-error.js';
 export * from './worker.js';

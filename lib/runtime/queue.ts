@@ -6,6 +6,7 @@ import { Scripts, type NewJob } from '../protocol/scripts.js';
 import { closeClient, connect } from './connection.js';
 import { Job, type JobContext } from './job.js';
 import { resolveQueueOptions, validateJobOptions, type JobOptions, type QueueOptions, type ResolvedQueueOptions } from './options.js';
+import { explainRedisError } from './redis-health.js';
 import { toJson } from './serialize.js';
 
 export type JobCounts = Record<JobState, number>;
@@ -41,7 +42,9 @@ export class Queue<Data = unknown, Result = unknown> {
   async add(name: string, data: Data, opts: JobOptions = {}): Promise<Job<Data, Result>> {
     const prepared = this.prepare(name, data, opts, 'add');
     this.assertOpen();
-    const { jobId, created } = await this.scripts.addJob(prepared.job);
+    const { jobId, created } = await this.scripts.addJob(prepared.job).catch((error: unknown) => {
+      throw explainRedisError(error, `add of job "${name}" to queue ${this.name}`);
+    });
     return created ? this.fromPrepared(jobId, prepared) : this.getExisting(jobId);
   }
 
@@ -53,9 +56,12 @@ export class Queue<Data = unknown, Result = unknown> {
     if (!Array.isArray(jobs)) throw new EchoMQOptionError('addBulk', `takes an array of { name, data, opts }, got ${describe(jobs)}`);
     const prepared = jobs.map((job, i) => this.prepare(job?.name, job?.data, job?.opts ?? {}, `addBulk[${i}]`));
     this.assertOpen();
-    const results = await this.scripts.addJobs(prepared.map((p) => p.job));
+    const action = `addBulk of ${jobs.length} jobs to queue ${this.name}`;
+    const results = await this.scripts.addJobs(prepared.map((p) => p.job)).catch((error: unknown) => {
+      throw explainRedisError(error, action);
+    });
     return Promise.all(results.map(async (result, i) => {
-      if (result instanceof Error) throw result;
+      if (result instanceof Error) throw explainRedisError(result, action);
       return result.created ? this.fromPrepared(result.jobId, prepared[i]) : this.getExisting(result.jobId);
     }));
   }

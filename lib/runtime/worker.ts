@@ -10,6 +10,7 @@ import type { Job, JobContext } from './job.js';
 import { JobRunner, type ActiveJob, type Processor } from './job-runner.js';
 import { LockManager, type WorkerLocks } from './lock-manager.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
+import { evictionPolicyWarning } from './redis-health.js';
 import { StalledSweeper } from './stalled-sweeper.js';
 
 /** The events a Worker emits, with their arguments. */
@@ -27,6 +28,8 @@ export interface WorkerEvents {
   /** The queue had no ready job left for this worker. */
   drained: [];
   error: [error: Error];
+  /** Something about the setup risks jobs (e.g. a maxmemory-policy other than noeviction); checked at start. */
+  warning: [message: string];
   closing: [];
   closed: [];
 }
@@ -119,6 +122,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       this.state = 'running';
       this.sweeper.start();
       this.loop = this.fetchLoop();
+      void this.warnAboutRedis();
       this.emit('ready');
     }
     return this.closed();
@@ -211,6 +215,14 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         wake?.();
       }
     })();
+  }
+
+  /** One CONFIG GET at start: an evicting Redis can drop jobs silently, so say so loudly. */
+  private async warnAboutRedis(): Promise<void> {
+    const warning = await evictionPolicyWarning(this.client);
+    if (!warning) return;
+    if (this.listenerCount('warning') > 0) this.emit('warning', warning);
+    else console.warn(`EchoMQ worker for queue ${this.name}: ${warning}`);
   }
 
   private reportError(error: Error): void {
