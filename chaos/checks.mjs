@@ -40,7 +40,9 @@ export function checkScenario({ ids, jobs, finished, left, records, faults, cras
     for (let ats = 1; ats < finalAts; ats++) {
       duplicates++;
       const start = mine.find((r) => r.ats === ats);
-      const from = start?.t ?? mine.filter((r) => r.ats < ats).at(-1)?.t ?? 0;
+      // The pickup happened after the previous attempt started; its start record may be much later
+      // (a worker frozen between pickup and handler writes it after SIGCONT).
+      const from = mine.filter((r) => r.ats < ats).at(-1)?.t ?? 0;
       const to = mine.find((r) => r.ats > ats)?.t ?? Infinity;
       const traced = allFaults.some((f) => f.at >= from && f.at <= to && (f.global || !start || f.worker === start.w));
       if (!traced) untraced.push(`${id}#${ats}`);
@@ -82,7 +84,7 @@ export function checkScenario({ ids, jobs, finished, left, records, faults, cras
 }
 
 /** The verdict of one row: the list of checks that failed (empty when the scenario passed). */
-export function violations(row, { expectRefusals = false } = {}) {
+export function violations(row, { expectRefusals = false, boundRecovery = true } = {}) {
   const problems = [];
   if (row.lost) problems.push(`${row.lost} jobs lost`);
   if (row.failed) problems.push(`${row.failed} jobs failed`);
@@ -92,7 +94,7 @@ export function violations(row, { expectRefusals = false } = {}) {
   if (row.unexpected) problems.push(`${row.unexpected} executions of jobs never added`);
   if (row.crashes) problems.push(`${row.crashes} worker crashes`);
   if (row.faults === 0) problems.push('no fault was injected');
-  if (row.maxRecoveryMs !== null && row.maxRecoveryMs >= row.recoveryBoundMs) {
+  if (boundRecovery && row.maxRecoveryMs !== null && row.maxRecoveryMs >= row.recoveryBoundMs) {
     problems.push(`recovery took ${row.maxRecoveryMs} ms, not under ${row.recoveryBoundMs} ms`);
   }
   if (expectRefusals && row.refused === 0) problems.push('no late result was refused: the fault did not hit a held job');

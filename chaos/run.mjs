@@ -34,7 +34,8 @@ const rows = [];
 for (const scenario of scenarios) {
   const started = Date.now();
   const row = await runScenario(scenario, profile, libPath);
-  row.problems = violations(row, { expectRefusals: /SIGSTOP|blocking/.test(scenario.name) });
+  // Overlapping faults (a kill while Redis restarts) add up, so the bound holds per single fault.
+  row.problems = violations(row, { expectRefusals: /SIGSTOP|blocking/.test(scenario.name), boundRecovery: !scenario.mixed });
   row.seconds = Math.round((Date.now() - started) / 100) / 10;
   rows.push(row);
   console.log(`${scenario.name}: ${row.problems.length ? 'FAIL ' + row.problems.join('; ') : 'ok'} (${row.seconds} s)`);

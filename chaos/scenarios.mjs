@@ -31,6 +31,7 @@ export const SCENARIOS = [
   {
     name: 'all mixed',
     blocking: true,
+    mixed: true,
     inject: (ctx, p) => Promise.all([
       repeat(p.rounds, 900, () => killHolder(ctx)),
       repeat(1, 1200, () => pauseHolder(ctx, FREEZE_MS)),
