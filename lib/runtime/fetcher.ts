@@ -5,11 +5,19 @@ import type { Pickup, Scripts } from '../protocol/scripts.js';
 /**
  * How a worker gets its next job: moveToActive-11 on the shared connection, and when nothing is
  * ready, BZPOPMIN on the wake-up marker on a connection of its own. The block lasts until a job
- * is added (the marker), the next delayed job is due, or drainDelay passes: no busy polling, and
- * delayed jobs fire on time even while the worker is idle.
+ * is added (the marker) or drainDelay passes; a local timer ends the wait when the next delayed
+ * job is due. No busy polling, and delayed jobs fire on time even while the worker is idle.
+ *
+ * Why a local timer and not a shorter block: Redis times out a blocked command only on its
+ * server cron (every 100 ms at the default hz of 10), so a block timed to a delayed job's due
+ * time fires it up to 100 ms late. A block outlived by the timer is kept and reused by the next
+ * wait rather than sent again behind itself; a marker it pops while nobody waits is put back,
+ * so the wake-up still reaches an idle worker.
  */
 export class Fetcher {
   private interrupted = false;
+  private block?: Promise<unknown>;
+  private waiting = false;
 
   constructor(
     private readonly scripts: Scripts,
@@ -18,30 +26,58 @@ export class Fetcher {
     private readonly drainDelaySeconds: number,
   ) {}
 
+  /** Takes the next ready job into active under `token` (moveToActive-11). */
   fetch(token: string): Promise<Pickup> {
     return this.scripts.moveToActive(token, this.lockDuration, Date.now());
   }
 
-  /** Waits until there may be work: after a rate-limit window, or on the marker, or a timeout. */
+  /** Waits until there may be work: after a rate-limit window, on the marker, when a delayed job is due, or a timeout. */
   async waitForWork(pickup: Pickup): Promise<void> {
     if (this.interrupted) return;
     if (pickup.rateLimitedFor > 0) {
       await new Promise((resolve) => setTimeout(resolve, pickup.rateLimitedFor));
       return;
     }
-    let timeoutSeconds = this.drainDelaySeconds;
+    let untilDue = Infinity;
     if (pickup.nextDelayedAt > 0) {
-      const untilDue = pickup.nextDelayedAt - Date.now();
+      untilDue = pickup.nextDelayedAt - Date.now();
       if (untilDue <= 0) return;
-      timeoutSeconds = Math.min(timeoutSeconds, untilDue / 1000);
     }
-    // Redis takes fractional seconds; 1 ms is its finest step.
-    await this.blockingClient.bzpopmin(this.scripts.keys.marker, Math.max(0.001, timeoutSeconds).toFixed(3));
+    const block = (this.block ??= this.startBlock());
+    this.waiting = true;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      if (untilDue >= this.drainDelaySeconds * 1000) await block;
+      else await Promise.race([block, new Promise((resolve) => (timer = setTimeout(resolve, untilDue)))]);
+    } finally {
+      this.waiting = false;
+      clearTimeout(timer);
+    }
   }
 
   /** Ends a block in progress by closing the blocking connection (the worker is closing). */
   interrupt(): void {
     this.interrupted = true;
     dropClient(this.blockingClient);
+  }
+
+  private startBlock(): Promise<unknown> {
+    const marker = this.scripts.keys.marker;
+    // Redis takes fractional seconds; 1 ms is its finest step.
+    const block: Promise<unknown> = this.blockingClient.bzpopmin(marker, Math.max(0.001, this.drainDelaySeconds).toFixed(3))
+      .then((popped) => {
+        if (popped && !this.waiting && !this.interrupted) {
+          const [, member, score] = popped as [string, string, string];
+          void this.scripts.client.zadd(marker, score, member).catch(() => undefined);
+        }
+        return popped;
+      })
+      .finally(() => {
+        if (this.block === block) this.block = undefined;
+      });
+    // A block the timer outlived may fail with nobody awaiting it (the connection closes): its
+    // waiter, if any, still sees the error; without one it is not an error to report.
+    block.catch(() => undefined);
+    return block;
   }
 }

@@ -1,0 +1,57 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import { Keys, Scripts } from '../lib/index.js';
+import { Fetcher } from '../lib/runtime/fetcher.js';
+import { eventually, newClient, uniqueQueueName } from './support/redis.js';
+
+// The Fetcher's idle wait against real Redis: a delayed job's due time ends the wait by a local
+// timer (Redis would time a block out only on its 100 ms cron), and the block that timer outlived
+// never swallows a wake-up meant for another idle worker.
+const DRAIN_DELAY_S = 60; // far over the test timeout: a wait that relied on it would hang the test
+
+const clients: Redis[] = [];
+const fetchers: Fetcher[] = [];
+afterEach(async () => {
+  for (const fetcher of fetchers.splice(0)) fetcher.interrupt();
+  for (const client of clients.splice(0)) client.disconnect();
+});
+
+function client(): Redis {
+  const made = newClient();
+  clients.push(made);
+  return made;
+}
+
+function fetcher(keys: Keys, shared: Redis): Fetcher {
+  const made = new Fetcher(new Scripts(shared, keys, 1000), client(), 30_000, DRAIN_DELAY_S);
+  fetchers.push(made);
+  return made;
+}
+
+async function blockedClients(redis: Redis): Promise<number> {
+  return Number(/blocked_clients:(\d+)/.exec(await redis.info('clients'))![1]);
+}
+
+describe('Fetcher: waiting for work', () => {
+  it('ends the wait when the next delayed job is due, without waiting for drainDelay', async () => {
+    const shared = client();
+    const keys = new Keys(uniqueQueueName());
+    await fetcher(keys, shared).waitForWork({ nextDelayedAt: Date.now() + 50, rateLimitedFor: 0 });
+  });
+
+  it('puts back a marker that an outlived block popped, so another idle worker wakes', async () => {
+    const shared = client();
+    const keys = new Keys(uniqueQueueName());
+    const busy = fetcher(keys, shared);
+    const idle = fetcher(keys, shared);
+    const before = await blockedClients(shared);
+    // `busy` woke for a delayed job and went to run it; its block stays queued first in Redis.
+    await busy.waitForWork({ nextDelayedAt: Date.now() + 50, rateLimitedFor: 0 });
+    const idleWoke = idle.waitForWork({ nextDelayedAt: 0, rateLimitedFor: 0 });
+    await eventually(async () => (await blockedClients(shared)) === before + 2, 10_000, 'both blocks in Redis');
+    await shared.zadd(keys.marker, 0, '0');
+    await idleWoke;
+    expect(await blockedClients(shared)).toBe(before);
+    expect(await shared.zcard(keys.marker)).toBe(0);
+  });
+});
