@@ -23,4 +23,4 @@ local keys = {
   marker = KEYS[11]
 }
 return pickup(keys, ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]),
-  tonumber(ARGV[6]), tonumber(ARGV[7]))
+  tonumber(ARGV[6]), tonumber(ARGV[7]), true)

@@ -21,19 +21,14 @@ local rcall = redis.call
 -- @include pushReady
 -- @include promoteDelayed
 -- @include pickup
--- @include checkLock
+-- @include releaseFromActive
 -- @include removeJobKeys
 -- @include trimFinished
 
 local jobId, token, now, target = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local jobKey = KEYS[13]
-local code = checkLock(jobKey, KEYS[14], token)
+local code = releaseFromActive(jobKey, KEYS[14], KEYS[2], KEYS[5], jobId, token)
 if code ~= 0 then return code end
-if rcall("LREM", KEYS[2], -1, jobId) == 0 then return -3 end
-
-rcall("DEL", KEYS[14])
-rcall("SREM", KEYS[5], jobId)
-rcall("HINCRBY", jobKey, "atm", 1)
 local maxEvents = tonumber(ARGV[13])
 if target == "completed" then
   rcall("HSET", jobKey, "finishedOn", now, "returnvalue", ARGV[5])
@@ -61,4 +56,4 @@ local keys = {
   marker = KEYS[11]
 }
 return pickup(keys, prefix, ARGV[11], tonumber(ARGV[12]), now, maxEvents,
-  tonumber(ARGV[14]), tonumber(ARGV[15]))
+  tonumber(ARGV[14]), tonumber(ARGV[15]), false)

@@ -11,17 +11,12 @@
 local rcall = redis.call
 -- @include emitEvent
 -- @include pushReady
--- @include checkLock
+-- @include releaseFromActive
 
 local jobId, token, now, delay = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local jobKey = KEYS[11]
-local code = checkLock(jobKey, KEYS[12], token)
+local code = releaseFromActive(jobKey, KEYS[12], KEYS[1], KEYS[10], jobId, token)
 if code ~= 0 then return code end
-if rcall("LREM", KEYS[1], -1, jobId) == 0 then return -3 end
-
-rcall("DEL", KEYS[12])
-rcall("SREM", KEYS[10], jobId)
-rcall("HINCRBY", jobKey, "atm", 1)
 rcall("HSET", jobKey, "failedReason", ARGV[5], "stacktrace", ARGV[6])
 local maxEvents = tonumber(ARGV[7])
 if delay > 0 then
