@@ -35,14 +35,23 @@ export function connect(input: ConnectionInput | undefined): OwnedClient {
  * other command on a shared one. From an instance it is a duplicate with the same options.
  */
 export function connectBlocking(input: ConnectionInput | undefined): RedisClient {
-  if (input instanceof Cluster) return input.duplicate() as RedisClient;
-  if (input instanceof Redis) return input.duplicate(RESILIENT) as RedisClient;
+  if (input instanceof Cluster) return quiet(input.duplicate() as RedisClient);
+  if (input instanceof Redis) return quiet(input.duplicate(RESILIENT) as RedisClient);
   return create(input);
 }
 
 function create(input: RedisOptions | string | undefined): Redis {
-  if (typeof input === 'string') return new Redis(input, RESILIENT);
-  return new Redis({ ...input, ...RESILIENT });
+  return quiet(typeof input === 'string' ? new Redis(input, RESILIENT) : new Redis({ ...input, ...RESILIENT }));
+}
+
+/**
+ * A connection EchoMQ created gets an error listener: ioredis reconnects by itself and a command
+ * that fails reaches its caller, but without a listener it prints "Unhandled error event" at every
+ * reconnect attempt while Redis is away.
+ */
+function quiet<T extends RedisClient>(client: T): T {
+  client.on('error', () => undefined);
+  return client;
 }
 
 /** Closes a connection EchoMQ owns; QUIT when it is up, else just drops it. */
