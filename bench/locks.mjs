@@ -6,25 +6,16 @@
 import { Redis } from 'ioredis';
 import { Keys, LockManager, Scripts } from '../dist/lib/index.js';
 import { startRedis } from '../test/support/redis-process.js';
+import { snapshot } from './redis-meter.mjs';
 
 const SIZES = [100, 1_000, 10_000];
 const TICKS = 5;
 const LOCK_DURATION = 60_000;
 const RENEW_EVERY = 400; // short, so the bench runs quickly; the timer is the real one
 
-function parseInfo(text) {
-  const fields = {};
-  for (const line of text.split('\r\n')) {
-    const colon = line.indexOf(':');
-    if (colon > 0) fields[line.slice(0, colon)] = line.slice(colon + 1);
-  }
-  return fields;
-}
-
 async function serverReading(admin) {
-  const info = parseInfo(`${await admin.info('cpu')}\r\n${await admin.info('commandstats')}`);
-  const calls = (name) => Number(/calls=(\d+)/.exec(info[`cmdstat_${name}`] ?? '')?.[1] ?? 0);
-  return { cpuMs: (Number(info.used_cpu_sys) + Number(info.used_cpu_user)) * 1000, evalsha: calls('evalsha'), get: calls('get') };
+  const { cpuSeconds, calls } = await snapshot(admin);
+  return { cpuMs: cpuSeconds * 1000, evalsha: calls.evalsha ?? 0, get: calls.get ?? 0 };
 }
 
 function heapUsed() {
