@@ -108,6 +108,26 @@ describe('Worker: close', () => {
     expect(await h.queue.getJobCounts('wait', 'active', 'completed')).toEqual({ wait: 1, active: 0, completed: 1 });
   });
 
+  it('close(true) after close() stops the wait: the signal aborts and both closes resolve', async () => {
+    h = new Harness();
+    let aborted: unknown;
+    const worker = h.worker(async (_job, { signal }) => {
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+      aborted = signal.reason;
+      await new Promise<never>(() => undefined); // never ends on its own
+    }, { lockDuration: 5000 });
+    await h.queue.add('hung', {});
+    await eventually(() => worker.runningCount === 1);
+    let gentleDone = false;
+    const gentle = worker.close().then(() => (gentleDone = true));
+    await sleep(200);
+    expect(gentleDone).toBe(false);
+    await worker.close(true);
+    await gentle;
+    expect(worker.status).toBe('closed');
+    expect(aborted).toBeInstanceOf(Error);
+  });
+
   it('close(true) does not wait: the signal aborts, the job stays active until its lock lapses', async () => {
     h = new Harness();
     let aborted: unknown;

@@ -139,6 +139,12 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
    * jobs' signals are aborted and their locks left to lapse, so another worker retries them.
    */
   close(force = false): Promise<void> {
+    if (force && !this.forced && this.closing) {
+      // A close() already waits for the running jobs: close(true) now cuts that wait short.
+      this.forced = true;
+      this.locks.abortAll(new Error(`worker ${this.id} closed without waiting for its jobs`));
+      this.slotFreed?.();
+    }
     if (force) this.forced = true;
     this.closing ??= this.shutdown(force);
     return this.closing;
@@ -152,7 +158,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (force) this.locks.abortAll(new Error(`worker ${this.id} closed without waiting for its jobs`));
     this.slotFreed?.();
     if (wasRunning) await this.loop;
-    if (!force) while (this.running > 0) await new Promise<void>((resolve) => (this.slotFreed = resolve));
+    while (!this.forced && this.running > 0) await new Promise<void>((resolve) => (this.slotFreed = resolve));
     await this.sweeper.stop();
     await this.locks.close();
     if (this.ownsLockManager) await this.lockManager.close();
