@@ -12,30 +12,13 @@
 local rcall = redis.call
 -- @include emitEvent
 -- @include pushReady
+-- @include addOneJob
 
-local prefix, customId = ARGV[1], ARGV[2]
-local jobId = customId
-if customId == "" then
-  jobId = tostring(rcall("INCR", KEYS[4]))
-elseif rcall("EXISTS", prefix .. customId) == 1 then
-  return { customId, 0 }
-end
-
-local now, delay, priority = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local maxEvents = tonumber(ARGV[10])
-rcall("HSET", prefix .. jobId, "name", ARGV[3], "data", ARGV[4], "opts", ARGV[5],
-  "timestamp", now, "delay", delay, "priority", priority)
-
-if delay > 0 then
-  local dueAt = now + delay
-  rcall("ZADD", KEYS[5], dueAt, jobId)
-  -- Wake one blocked worker so it shortens its block to this job's due time.
-  rcall("ZADD", KEYS[8], dueAt, "1")
-  emitEvent(KEYS[9], maxEvents, "delayed", jobId, "delay", dueAt)
-else
-  local keys = { wait = KEYS[1], paused = KEYS[2], meta = KEYS[3], prioritized = KEYS[6],
-    pc = KEYS[7], marker = KEYS[8] }
-  pushReady(keys, jobId, priority, ARGV[9] == "1")
-  emitEvent(KEYS[9], maxEvents, "waiting", jobId)
-end
-return { jobId, 1 }
+local keys = { wait = KEYS[1], paused = KEYS[2], meta = KEYS[3], id = KEYS[4], delayed = KEYS[5],
+  prioritized = KEYS[6], pc = KEYS[7], marker = KEYS[8], events = KEYS[9] }
+local job = { id = ARGV[2], name = ARGV[3], data = ARGV[4], opts = ARGV[5], delay = tonumber(ARGV[7]),
+  priority = tonumber(ARGV[8]), lifo = ARGV[9] == "1" }
+local paused = rcall("HEXISTS", keys.meta, "paused") == 1
+local jobId, created, ready = addOneJob(keys, ARGV[1], job, tonumber(ARGV[6]), tonumber(ARGV[10]), paused)
+if ready and not paused then rcall("ZADD", keys.marker, 0, "0") end
+return { jobId, created and 1 or 0 }

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { readdirSync } from 'node:fs';
 import { v4 as uuid } from 'uuid';
 import { EchoMQError, SCRIPTS } from '../lib/index.js';
+import { ADD_BATCH } from '../lib/protocol/scripts.js';
 import { findLuaDir } from '../lib/protocol/lua-source.js';
 import { newClient } from './support/redis.js';
 import { newJob, pickAll, pickup, scriptsFor, snapshot } from './support/scripts.js';
@@ -53,7 +54,43 @@ describe('the script files', () => {
     await client.script('FLUSH');
     const added = await scripts.addJobs([newJob(), newJob()]);
     expect(added).toEqual([{ jobId: '3', created: true }, { jobId: '4', created: true }]);
-    expect(await client.script('EXISTS', SCRIPTS.addJob.sha)).toEqual([1]);
+    expect(await client.script('EXISTS', SCRIPTS.addJobs.sha)).toEqual([1]);
+  });
+});
+
+describe('addJobs-9', () => {
+  it('adds a batch as addJob-9 would, in order, over several calls of ADD_BATCH jobs', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    await scripts.addJob(newJob({ customId: 'kept', data: '{"v":1}' }));
+    const batch = [
+      newJob({ customId: 'kept', data: '{"v":2}' }), // exists: left as it was
+      newJob({ priority: 2 }),
+      newJob({ delay: 60_000 }),
+      ...Array.from({ length: ADD_BATCH + 10 }, () => newJob()),
+      newJob({ customId: 'fresh' }),
+      newJob({ customId: 'fresh' }), // the same id twice in one batch: the second is the first
+    ];
+    const added = await scripts.addJobs(batch);
+    expect(added).toHaveLength(batch.length);
+    expect(added[0]).toEqual({ jobId: 'kept', created: false });
+    expect(await client.hget(keys.job('kept'), 'data')).toBe('{"v":1}');
+    expect(added.slice(1, 4)).toEqual([{ jobId: '1', created: true }, { jobId: '2', created: true }, { jobId: '3', created: true }]);
+    expect(added.at(-2)).toEqual({ jobId: 'fresh', created: true });
+    expect(added.at(-1)).toEqual({ jobId: 'fresh', created: false });
+    expect(await client.zrange(keys.prioritized, '0', '-1')).toEqual(['1']);
+    expect(await client.zrange(keys.delayed, '0', '-1')).toEqual(['2']);
+    expect(await client.llen(keys.wait)).toBe(ADD_BATCH + 10 + 2); // the plain jobs, 'kept' and 'fresh'
+    expect((await client.lrange(keys.wait, '-1', '-1'))[0]).toBe('kept'); // FIFO: the oldest runs first
+    expect(await client.zscore(keys.marker, '0')).toBe('0');
+  });
+
+  it('on a paused queue puts ready jobs in paused and sets no ready marker', async () => {
+    const { keys, scripts } = scriptsFor(client);
+    await scripts.pause('pause');
+    await scripts.addJobs([newJob(), newJob()]);
+    expect(await client.lrange(keys.paused, '0', '-1')).toEqual(['2', '1']);
+    expect(await client.llen(keys.wait)).toBe(0);
+    expect(await client.zscore(keys.marker, '0')).toBeNull();
   });
 });
 

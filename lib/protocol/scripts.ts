@@ -3,9 +3,13 @@ import { isErrorCode } from './codes.js';
 import type { JobState, Keys } from './keys.js';
 import { runPipelined, Script, type RedisClient, type ScriptArg, type ScriptCall } from './script.js';
 
+/** Jobs per addJobs-9 call: large enough to amortise a script call, small enough to keep one short. */
+export const ADD_BATCH = 500;
+
 /** Every script of `lua/`, one instance each for the process: read and hashed once. */
 export const SCRIPTS = {
   addJob: new Script('addJob', 9),
+  addJobs: new Script('addJobs', 9),
   moveToActive: new Script('moveToActive', 11),
   moveToFinished: new Script('moveToFinished', 14),
   retryJob: new Script('retryJob', 12),
@@ -96,25 +100,46 @@ export class Scripts {
     readonly rateLimit?: RateLimit,
   ) {}
 
-  addJobCall(job: NewJob): ScriptCall {
-    const k = this.keys;
-    return {
-      script: SCRIPTS.addJob,
-      keys: [k.wait, k.paused, k.meta, k.id, k.delayed, k.prioritized, k.pc, k.marker, k.events],
-      args: [k.base, job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay,
-        job.priority, job.lifo ? '1' : '0', this.maxEvents],
-    };
-  }
-
   /** Adds a job; `created` is false when the custom id already existed (nothing was written). */
   async addJob(job: NewJob): Promise<{ jobId: string; created: boolean }> {
-    return parseAdded(await this.call(this.addJobCall(job)));
+    const k = this.keys;
+    const reply = await this.call({
+      script: SCRIPTS.addJob,
+      keys: this.addKeys(),
+      args: [k.base, job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay,
+        job.priority, job.lifo ? '1' : '0', this.maxEvents],
+    });
+    const [jobId, created] = reply as [string, number];
+    return { jobId: String(jobId), created: created === 1 };
   }
 
-  /** Adds many jobs in one round trip; results in order, an Error in place of a failed add. */
+  /**
+   * Adds many jobs in one round trip: one addJobs-9 call per ADD_BATCH jobs, all pipelined.
+   * Results in order; an Error in place of each job of a batch that failed.
+   */
   async addJobs(jobs: NewJob[]): Promise<Array<{ jobId: string; created: boolean } | Error>> {
-    const replies = await runPipelined(this.client, jobs.map((job) => this.addJobCall(job)));
-    return replies.map(([error, reply]) => error ?? parseAdded(reply));
+    const k = this.keys;
+    const calls: ScriptCall[] = [];
+    for (let i = 0; i < jobs.length; i += ADD_BATCH) {
+      const batch = jobs.slice(i, i + ADD_BATCH);
+      const args: ScriptArg[] = [k.base, batch[0].timestamp, this.maxEvents];
+      for (const job of batch) {
+        args.push(job.customId ?? '', job.name, job.data, job.opts, job.delay, job.priority, job.lifo ? '1' : '0');
+      }
+      calls.push({ script: SCRIPTS.addJobs, keys: this.addKeys(), args });
+    }
+    const replies = await runPipelined(this.client, calls);
+    const results: Array<{ jobId: string; created: boolean } | Error> = [];
+    replies.forEach(([error, reply], batch) => {
+      const size = Math.min(ADD_BATCH, jobs.length - batch * ADD_BATCH);
+      if (error) {
+        for (let j = 0; j < size; j++) results.push(error);
+        return;
+      }
+      const flat = reply as Array<string | number>;
+      for (let j = 0; j < flat.length; j += 2) results.push({ jobId: String(flat[j]), created: flat[j + 1] === 1 });
+    });
+    return results;
   }
 
   async moveToActive(token: string, lockDuration: number, timestamp: number): Promise<Pickup> {
@@ -259,6 +284,11 @@ export class Scripts {
     })) as number;
   }
 
+  private addKeys(): string[] {
+    const k = this.keys;
+    return [k.wait, k.paused, k.meta, k.id, k.delayed, k.prioritized, k.pc, k.marker, k.events];
+  }
+
   private pickupKeys(): string[] {
     const k = this.keys;
     return [k.wait, k.active, k.prioritized, k.events, k.stalled, k.limiter, k.delayed, k.paused, k.meta, k.pc, k.marker];
@@ -273,10 +303,6 @@ export class Scripts {
   }
 }
 
-function parseAdded(reply: unknown): { jobId: string; created: boolean } {
-  const [jobId, created] = reply as [string, number];
-  return { jobId: String(jobId), created: created === 1 };
-}
 
 export function parsePickup(reply: unknown): Pickup {
   const [jobId, fields, nextDelayedAt, rateLimitedFor] = reply as [string | number, string[], number, number];
