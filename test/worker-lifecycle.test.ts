@@ -108,6 +108,19 @@ describe('Worker: close', () => {
     expect(await h.queue.getJobCounts('wait', 'active', 'completed')).toEqual({ wait: 1, active: 0, completed: 1 });
   });
 
+  it('a throwing active listener is reported as an error and the job still runs and completes', async () => {
+    h = new Harness();
+    const worker = h.worker(async () => 'ran', { lockDuration: 2000 });
+    worker.on('active', () => { throw new Error('listener blew up'); });
+    const done = collect(worker, 'completed', 1);
+    const job = await h.queue.add('listened', {});
+    expect((await done)[0].id).toBe(job.id);
+    expect(await h.queue.getJobCounts('active', 'completed')).toEqual({ active: 0, completed: 1 });
+    expect(worker.lockManager.trackedCount(worker.id)).toBe(0);
+    expect(h.errors.map((e) => e.message)).toEqual(['listener blew up']);
+    h.errors.length = 0;
+  });
+
   it('close(true) after close() stops the wait: the signal aborts and both closes resolve', async () => {
     h = new Harness();
     let aborted: unknown;

@@ -98,10 +98,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       onProgress: (job, progress) => this.emit('progress', job, progress),
     };
     this.runner = new JobRunner(processor as Processor, this.scripts, context, this.locks, lockDuration, {
-      active: (job) => this.emit('active', job),
-      completed: (job, result) => this.emit('completed', job, result),
-      failed: (job, error, willRetry) => this.emit('failed', job, error, willRetry),
-      lockLost: (job, error) => this.emit('lockLost', job, error),
+      active: (job) => this.emitSafely('active', job),
+      completed: (job, result) => this.emitSafely('completed', job, result),
+      failed: (job, error, willRetry) => this.emitSafely('failed', job, error, willRetry),
+      lockLost: (job, error) => this.emitSafely('lockLost', job, error),
       error: (error) => this.reportError(error),
     });
     if (this.options.autorun) void this.run();
@@ -229,6 +229,19 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (!warning) return;
     if (this.listenerCount('warning') > 0) this.emit('warning', warning);
     else console.warn(`EchoMQ worker for queue ${this.name}: ${warning}`);
+  }
+
+  /**
+   * A listener that throws must not cut a job's run short: thrown from 'active' it left the job
+   * tracked (its lock renewed forever, the job active forever); from 'completed' it lost the job
+   * fetch-next had just taken. The listener's error is reported instead.
+   */
+  private emitSafely<E extends 'active' | 'completed' | 'failed' | 'lockLost'>(event: E, ...args: WorkerEvents[E]): void {
+    try {
+      (this.emit as (event: E, ...args: WorkerEvents[E]) => boolean)(event, ...args);
+    } catch (error) {
+      this.reportError(error instanceof Error ? error : new Error(String(error)));
+    }
   }
 
   private reportError(error: Error): void {
