@@ -7,12 +7,15 @@ export class Periodic {
   private timer?: NodeJS.Timeout;
   private dueAt = 0;
   private stopped = true;
-  private current?: Promise<void>;
+  private current?: Promise<number | void>;
 
   constructor(
     private readonly intervalMs: number,
-    /** One run; `lateByMs` is how long after its due time it fired. Errors are the caller's to catch. */
-    private readonly run: (lateByMs: number) => Promise<void>,
+    /**
+     * One run; `lateByMs` is how long after its due time it fired. It may answer when the next run
+     * is due, in ms from now, instead of one interval after this one. Errors are the caller's to catch.
+     */
+    private readonly run: (lateByMs: number) => Promise<number | void>,
   ) {}
 
   get active(): boolean {
@@ -43,12 +46,14 @@ export class Periodic {
     this.timer = undefined;
     const firedAt = Date.now();
     const lateBy = Math.max(0, firedAt - this.dueAt);
-    this.current = this.run(lateBy).catch(() => undefined).finally(() => {
+    let nextInMs: number | void;
+    this.current = this.run(lateBy).then((next) => (nextInMs = next), () => undefined).finally(() => {
       this.current = undefined;
       // Keep the cadence: the next run is due one interval after this one fired. A run that ends
       // past that (its reply waited on a blocked event loop or a slow Redis) makes the next one
       // late, and it says so: the lateness is not hidden in the run's own duration.
-      if (!this.stopped && !this.timer) this.scheduleAt(firedAt + this.intervalMs);
+      if (this.stopped || this.timer) return;
+      this.scheduleAt(typeof nextInMs === 'number' ? Date.now() + nextInMs : firedAt + this.intervalMs);
     });
   }
 

@@ -1,9 +1,6 @@
 import type { Scripts, SweepResult } from '../protocol/scripts.js';
 import { Periodic } from './periodic.js';
 
-/** Sweep tries per stalledInterval; all but about one find the guard set and change nothing. */
-export const SWEEP_TRIES_PER_INTERVAL = 4;
-
 export interface SweeperSettings {
   stalledInterval: number;
   maxStalledCount: number;
@@ -23,11 +20,11 @@ export class StalledSweeper {
     private readonly onSwept: (result: SweepResult) => void,
     private readonly onError: (error: Error) => void,
   ) {
-    // Try several times per interval: the guard still lets one sweep through per stalledInterval,
-    // but the first try after it expires gets it. Trying once per interval, a lone worker would
-    // find its own guard still alive by a few ms and sweep only every second interval.
-    const attemptEvery = Math.max(1, Math.floor(settings.stalledInterval / SWEEP_TRIES_PER_INTERVAL));
-    this.periodic = new Periodic(attemptEvery, () => this.sweepSafely());
+    // Each try is timed to the moment the stalled-check guard expires (its PTTL, read after the
+    // try), whoever set it: sweeps then follow each other every stalledInterval with no drift, so a
+    // lapsed lock is found within lockDuration + stalledInterval. A fixed timer would find its own
+    // guard alive by a few ms and sweep only every second interval.
+    this.periodic = new Periodic(settings.stalledInterval, () => this.sweepSafely());
   }
 
   /** Starts sweeping; the first sweep runs at once (it finds what a crashed worker left). */
@@ -48,9 +45,13 @@ export class StalledSweeper {
     return result;
   }
 
-  private async sweepSafely(): Promise<void> {
+  /** One try; answers when the next is due: 1 ms after the guard expires. */
+  private async sweepSafely(): Promise<number | void> {
     try {
       await this.sweep();
+      const guardLeft = await this.scripts.client.pttl(this.scripts.keys.stalledCheck);
+      if (guardLeft > 0) return guardLeft + 1;
+      if (guardLeft === -2) return 1; // expired between the two calls: try again at once
     } catch (error) {
       this.onError(error as Error);
     }
