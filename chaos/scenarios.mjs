@@ -3,7 +3,7 @@
 import { killConnections, killHolder, pauseHolder, restartRedis, sleep } from './faults.mjs';
 
 /** Lock timings shared by both profiles: short, so that lapses and sweeps happen within seconds. */
-export const TIMING = { lockDuration: 2000, lockRenewTime: 500, stalledInterval: 1500 };
+export const TIMING = { lockDuration: 2000, lockRenewTime: 1000, stalledInterval: 1500 };
 
 /** Long enough for a frozen holder's locks to lapse and two sweeps to hand its jobs to another worker. */
 export const FREEZE_MS = TIMING.lockDuration + 2 * TIMING.stalledInterval + 500;
