@@ -104,6 +104,13 @@ export interface ResolvedWorkerOptions {
   maxEvents: number;
 }
 
+/** PROTOCOL.md's rule: a heartbeat at or over the lock's TTL lets every lock lapse. */
+export function assertRenewBelowLock(lockDuration: number, lockRenewTime: number): void {
+  if (lockRenewTime >= lockDuration) {
+    throw new EchoMQOptionError('lockRenewTime', `is ${lockRenewTime} ms but must be below lockDuration (${lockDuration} ms), or every lock lapses before its renewal`);
+  }
+}
+
 /** Validates worker options against PROTOCOL.md's timing rules and fills in the defaults. */
 export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOptions {
   const lockDuration = positiveInt(opts.lockDuration, 'lockDuration', DEFAULTS.lockDuration);
@@ -111,9 +118,10 @@ export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOp
   const lockRenewTime = lockRenewUnsafe
     ? positiveInt(opts.unsafeLockRenewTime, 'unsafeLockRenewTime', 1)
     : positiveInt(opts.lockRenewTime, 'lockRenewTime', Math.max(1, Math.floor(lockDuration / 2)));
-  if (lockRenewTime >= lockDuration && !lockRenewUnsafe) {
-    throw new EchoMQOptionError('lockRenewTime', `is ${lockRenewTime} ms but must be below lockDuration (${lockDuration} ms), or every lock lapses before its renewal`);
+  if (lockRenewUnsafe && opts.lockRenewTime !== undefined) {
+    throw new EchoMQOptionError('unsafeLockRenewTime', 'replaces lockRenewTime; give one of the two, not both');
   }
+  if (!lockRenewUnsafe) assertRenewBelowLock(lockDuration, lockRenewTime);
   const limiter = opts.limiter;
   if (limiter !== undefined) {
     positiveInt(limiter.max, 'limiter.max', 1);

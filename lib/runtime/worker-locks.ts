@@ -7,6 +7,7 @@ import type {
   HeartbeatErrorEvent, HeartbeatLateEvent, LockAcquiredEvent, LockReleasedEvent,
   LockRenewalFailedEvent, LockRenewedEvent,
 } from './lock-events.js';
+import { assertRenewBelowLock } from './options.js';
 import { Periodic } from './periodic.js';
 
 /** Why a job's signal was aborted: its lock lapsed (-2) or another token holds it (-6). */
@@ -63,9 +64,7 @@ export function validateHolder(holder: LockHolder): void {
   const { lockDuration, lockRenewTime, heartbeatLateThreshold } = holder;
   if (!Number.isInteger(lockDuration) || lockDuration <= 0) throw new EchoMQOptionError('lockDuration', `must be a whole number of ms above 0, got ${describe(lockDuration)}`);
   if (!Number.isInteger(lockRenewTime) || lockRenewTime <= 0) throw new EchoMQOptionError('lockRenewTime', `must be a whole number of ms above 0, got ${describe(lockRenewTime)}`);
-  if (lockRenewTime >= lockDuration && !holder.allowLapsingRenewTime) {
-    throw new EchoMQOptionError('lockRenewTime', `is ${lockRenewTime} ms but must be below lockDuration (${lockDuration} ms), or every lock lapses before its renewal`);
-  }
+  if (!holder.allowLapsingRenewTime) assertRenewBelowLock(lockDuration, lockRenewTime);
   if (typeof heartbeatLateThreshold !== 'number' || !(heartbeatLateThreshold > 0)) {
     throw new EchoMQOptionError('heartbeatLateThreshold', `must be a number of ms above 0, got ${describe(heartbeatLateThreshold)}`);
   }
