@@ -37,6 +37,8 @@ export interface RunnerEvents {
 
 const STACKTRACE_LIMIT = 10;
 const FINISH_RETRY_MS = [100, 200, 500, 1000, 2000];
+/** What a finish answers when an earlier try had landed: its reply, and any job it took, are gone. */
+const LANDED_EARLIER: Pickup = { job: undefined, nextDelayedAt: 0, rateLimitedFor: 0 };
 
 /**
  * Runs one job from pickup to release: the processor, then moveToFinished-14 (with fetch-next when
@@ -162,14 +164,14 @@ export class JobRunner {
         return await send();
       } catch (error) {
         if (error instanceof EchoMQError) {
-          if (attempt > 0 && (await this.landedEarlier(job, outcome))) return { job: undefined, nextDelayedAt: 0, rateLimitedFor: 0 } as T;
+          if (attempt > 0 && (await this.landedEarlier(job, outcome))) return LANDED_EARLIER as T;
           throw error;
         }
         // A renewal that found no lock while this finish was in flight may have seen the finish's
         // own DEL (the reply was lost, not the finish): ask where the job is before calling it lost.
         const lost = lock.lostCode;
         if (lost !== undefined) {
-          if (await this.landedEarlier(job, outcome)) return { job: undefined, nextDelayedAt: 0, rateLimitedFor: 0 } as T;
+          if (await this.landedEarlier(job, outcome)) return LANDED_EARLIER as T;
           throw new LockLostError(this.context.queueName, job.id, lost);
         }
         if (this.locks.isClosed || attempt >= FINISH_RETRY_MS.length * 4) throw error;

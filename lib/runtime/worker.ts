@@ -95,7 +95,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     }, (error) => this.reportError(error));
     const context: JobContext = {
       queueName: name, keys: this.keys, scripts: this.scripts, client,
-      onProgress: (job, progress) => this.emit('progress', job, progress),
+      onProgress: (job, progress) => this.emitSafely('progress', job, progress),
     };
     this.runner = new JobRunner(processor as Processor, this.scripts, context, this.locks, lockDuration, {
       active: (job) => this.emitSafely('active', job),
@@ -236,7 +236,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
    * tracked (its lock renewed forever, the job active forever); from 'completed' it lost the job
    * fetch-next had just taken. The listener's error is reported instead.
    */
-  private emitSafely<E extends 'active' | 'completed' | 'failed' | 'lockLost'>(event: E, ...args: WorkerEvents[E]): void {
+  private emitSafely<E extends 'active' | 'progress' | 'completed' | 'failed' | 'lockLost'>(event: E, ...args: WorkerEvents[E]): void {
     try {
       (this.emit as (event: E, ...args: WorkerEvents[E]) => boolean)(event, ...args);
     } catch (error) {
