@@ -16,9 +16,9 @@ local rcall = redis.call
 
 local keys = { wait = KEYS[1], paused = KEYS[2], meta = KEYS[3], id = KEYS[4], delayed = KEYS[5],
   prioritized = KEYS[6], pc = KEYS[7], marker = KEYS[8], events = KEYS[9] }
-local job = { id = ARGV[2], name = ARGV[3], data = ARGV[4], opts = ARGV[5], delay = tonumber(ARGV[7]),
-  priority = tonumber(ARGV[8]), lifo = ARGV[9] == "1" }
+local job = { id = ARGV[2], name = ARGV[3], data = ARGV[4], opts = ARGV[5], delay = ARGV[7],
+  priority = ARGV[8], lifo = ARGV[9] == "1" }
 local paused = rcall("HEXISTS", keys.meta, "paused") == 1
-local jobId, created, ready = addOneJob(keys, ARGV[1], job, tonumber(ARGV[6]), tonumber(ARGV[10]), paused)
-if ready and not paused then rcall("ZADD", keys.marker, 0, "0") end
+local jobId, created, ready = addOneJob(keys, ARGV[1], job, ARGV[6], ARGV[10], paused)
+if ready and not paused then rcall("ZADD", keys.marker, "0", "0") end
 return { jobId, created and 1 or 0 }

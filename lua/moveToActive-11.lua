@@ -13,6 +13,7 @@
 ]]
 local rcall = redis.call
 -- @include emitEvent
+-- @include deferred
 -- @include pushReady
 -- @include promoteDelayed
 -- @include pickup
@@ -22,5 +23,7 @@ local keys = {
   limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8], meta = KEYS[9], pc = KEYS[10],
   marker = KEYS[11]
 }
-return pickup(keys, ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]),
-  tonumber(ARGV[6]), tonumber(ARGV[7]), true)
+local deferred = newDeferred()
+local reply = pickup(keys, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7], true, deferred)
+applyDeferred(keys.stalled, deferred)
+return reply

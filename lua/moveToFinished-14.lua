@@ -18,42 +18,30 @@
 ]]
 local rcall = redis.call
 -- @include emitEvent
+-- @include deferred
 -- @include pushReady
 -- @include promoteDelayed
 -- @include pickup
 -- @include releaseFromActive
 -- @include removeJobKeys
 -- @include trimFinished
+-- @include finishJob
 
-local jobId, token, now, target = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
-local jobKey = KEYS[13]
-local code = releaseFromActive(jobKey, KEYS[14], KEYS[2], KEYS[5], jobId, token)
-if code ~= 0 then return code end
-local maxEvents = tonumber(ARGV[13])
-if target == "completed" then
-  rcall("HSET", jobKey, "finishedOn", now, "returnvalue", ARGV[5])
-  emitEvent(KEYS[4], maxEvents, "completed", jobId, "returnvalue", ARGV[5])
-else
-  rcall("HSET", jobKey, "finishedOn", now, "failedReason", ARGV[5], "stacktrace", ARGV[6])
-  emitEvent(KEYS[4], maxEvents, "failed", jobId, "failedReason", ARGV[5])
-end
-
-local prefix = ARGV[10]
-local keepCount = tonumber(ARGV[7])
-if keepCount == 0 then
-  removeJobKeys(jobKey)
-else
-  rcall("ZADD", KEYS[12], now, jobId)
-  if keepCount > 0 or tonumber(ARGV[8]) > 0 then
-    trimFinished(KEYS[12], prefix, now, keepCount, tonumber(ARGV[8]))
-  end
-end
-
-if ARGV[9] ~= "1" then return { 0, {}, 0, 0 } end
+local now, prefix, maxEvents = ARGV[3], ARGV[10], ARGV[13]
 local keys = {
   wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4], stalled = KEYS[5],
   limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8], meta = KEYS[9], pc = KEYS[10],
   marker = KEYS[11]
 }
-return pickup(keys, prefix, ARGV[11], tonumber(ARGV[12]), now, maxEvents,
-  tonumber(ARGV[14]), tonumber(ARGV[15]), false)
+local job = { key = KEYS[13], lockKey = KEYS[14], id = ARGV[1], token = ARGV[2], target = ARGV[4],
+  value = ARGV[5], stacktrace = ARGV[6], keepCount = tonumber(ARGV[7]), keepAgeMs = tonumber(ARGV[8]) }
+local deferred = newDeferred()
+local code = finishJob(keys, job, KEYS[12], prefix, now, maxEvents, deferred)
+if code ~= 0 then return code end
+
+local reply = { 0, {}, 0, 0 }
+if ARGV[9] == "1" then
+  reply = pickup(keys, prefix, ARGV[11], ARGV[12], now, maxEvents, tonumber(ARGV[14]), ARGV[15], false, deferred)
+end
+applyDeferred(keys.stalled, deferred)
+return reply

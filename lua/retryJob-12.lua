@@ -10,15 +10,18 @@
 ]]
 local rcall = redis.call
 -- @include emitEvent
+-- @include deferred
 -- @include pushReady
 -- @include releaseFromActive
 
 local jobId, token, now, delay = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local jobKey = KEYS[11]
-local code = releaseFromActive(jobKey, KEYS[12], KEYS[1], KEYS[10], jobId, token)
+local deferred = newDeferred()
+local code = releaseFromActive(jobKey, KEYS[12], KEYS[1], jobId, token, deferred)
 if code ~= 0 then return code end
+applyDeferred(KEYS[10], deferred)
 rcall("HSET", jobKey, "failedReason", ARGV[5], "stacktrace", ARGV[6])
-local maxEvents = tonumber(ARGV[7])
+local maxEvents = ARGV[7]
 if delay > 0 then
   rcall("ZADD", KEYS[8], now + delay, jobId)
   rcall("ZADD", KEYS[7], now + delay, "1")

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { readdirSync } from 'node:fs';
 import { v4 as uuid } from 'uuid';
-import { EchoMQError, SCRIPTS } from '../lib/index.js';
+import { EchoMQError, SCRIPTS, Scripts } from '../lib/index.js';
 import { ADD_BATCH } from '../lib/protocol/scripts.js';
 import { findLuaDir } from '../lib/protocol/lua-source.js';
 import { newClient } from './support/redis.js';
@@ -308,6 +308,106 @@ describe('moveToFinished-14', () => {
     const notActive = await snapshot(client, keys);
     expect((await rejection(scripts.moveToFinished(finish(jobId, token)))).code).toBe(-3);
     expect(await snapshot(client, keys)).toEqual(notActive);
+  });
+});
+
+describe('finishJobs-13 (the batch form of moveToFinished-14)', () => {
+  /** `count` jobs added and picked up, each with its own token. */
+  async function activeJobs(s: ReturnType<typeof scriptsFor>, count: number) {
+    const jobs: Array<{ jobId: string; token: string }> = [];
+    for (let i = 0; i < count; i++) {
+      const { jobId } = await s.scripts.addJob(newJob());
+      const { pickup: taken, token } = await pickup(s.scripts);
+      expect(taken.job?.id).toBe(jobId);
+      jobs.push({ jobId, token });
+    }
+    return jobs;
+  }
+  const next = (token = uuid()) => ({ next: { token, lockDuration: 20_000 } });
+
+  it('finishes every job as moveToFinished-14 would, and hands each its next job under its own token', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts } = s;
+    const [a, b, c] = await activeJobs(s, 3);
+    await client.sadd(keys.stalled, a.jobId, b.jobId, c.jobId);
+    await scripts.addJobs([newJob(), newJob()]); // ids 4 and 5: two ready jobs for three asking
+    const tokens = [uuid(), uuid(), uuid()];
+    const results = await scripts.finishJobs([
+      finish(a.jobId, a.token, { value: '{"r":"a"}', ...next(tokens[0]) }),
+      finish(b.jobId, b.token, { outcome: 'failed', value: 'boom', stacktrace: '["at b"]', ...next(tokens[1]) }),
+      finish(c.jobId, c.token, { ...next(tokens[2]) }),
+    ], Date.now(), 20_000);
+    expect(results.map((r) => ('job' in r ? r.job?.id : r))).toEqual(['4', '5', undefined]);
+    expect(await client.mget(keys.lock('4'), keys.lock('5'))).toEqual([tokens[0], tokens[1]]);
+    expect(await client.pttl(keys.lock('4'))).toBeGreaterThan(19_000);
+    expect(await client.exists(keys.lock(a.jobId), keys.lock(b.jobId), keys.lock(c.jobId))).toBe(0);
+    expect(await client.smembers(keys.stalled)).toEqual([]);
+    expect(await client.zrange(keys.completed, '0', '-1')).toEqual([a.jobId, c.jobId].sort());
+    expect(await client.zrange(keys.failed, '0', '-1')).toEqual([b.jobId]);
+    expect(await client.hmget(keys.job(a.jobId), 'returnvalue', 'atm')).toEqual(['{"r":"a"}', '1']);
+    expect(await client.hmget(keys.job(b.jobId), 'failedReason', 'stacktrace', 'atm')).toEqual(['boom', '["at b"]', '1']);
+    expect(await client.hget(keys.job('4'), 'ats')).toBe('1');
+    expect((await client.lrange(keys.active, '0', '-1')).sort()).toEqual(['4', '5']);
+    const events = (await client.xrange(keys.events, '-', '+')).map(([, f]) => `${f[1]}:${f[3]}`);
+    expect(events.slice(-5)).toEqual([`completed:${a.jobId}`, `failed:${b.jobId}`, `completed:${c.jobId}`, 'active:4', 'active:5']);
+  });
+
+  it('a job refused (-6, -2, -1) is left as it was and takes no next job; the others finish', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts } = s;
+    const [a, b, c] = await activeJobs(s, 3);
+    await client.del(keys.lock(c.jobId));
+    await scripts.addJobs([newJob(), newJob(), newJob()]);
+    const bBefore = await client.hgetall(keys.job(b.jobId));
+    const results = await scripts.finishJobs([
+      finish(a.jobId, a.token, next()),
+      finish(b.jobId, uuid(), next()), // another token holds b's lock
+      finish(c.jobId, c.token, next()), // c's lock lapsed
+      finish('nope', uuid(), next()),
+    ], Date.now(), 20_000);
+    expect('job' in results[0] && results[0].job?.id).toBe('4');
+    expect(results.slice(1).map((r) => (r instanceof EchoMQError ? [r.code, r.jobId, r.script] : r))).toEqual([
+      [-6, b.jobId, 'finishJobs-13.lua'], [-2, c.jobId, 'finishJobs-13.lua'], [-1, 'nope', 'finishJobs-13.lua'],
+    ]);
+    expect(await client.get(keys.lock(b.jobId))).toBe(b.token);
+    expect(await client.hgetall(keys.job(b.jobId))).toEqual(bBefore);
+    expect((await client.lrange(keys.active, '0', '-1')).sort()).toEqual([b.jobId, c.jobId, '4'].sort());
+    expect(await client.lrange(keys.wait, '0', '-1')).toEqual(['6', '5']);
+  });
+
+  it('takes no next job while paused, and no more than the rate limit lets through', async () => {
+    const s = scriptsFor(client);
+    const [a, b] = await activeJobs(s, 2);
+    await s.scripts.addJobs([newJob(), newJob(), newJob()]);
+    await s.scripts.pause('pause');
+    const paused = await s.scripts.finishJobs([finish(a.jobId, a.token, next()), finish(b.jobId, b.token, next())], Date.now(), 20_000);
+    expect(paused.map((r) => 'job' in r && r.job)).toEqual([undefined, undefined]);
+    expect(await client.zcard(s.keys.completed)).toBe(2);
+
+    const limited = scriptsFor(client);
+    const rated = new Scripts(client, limited.keys, 1000, { max: 2, duration: 60_000 });
+    await rated.addJobs(Array.from({ length: 5 }, () => newJob()));
+    const firstToken = uuid();
+    const first = await rated.moveToActive(firstToken, 20_000, Date.now());
+    const [second] = await rated.finishJobs([finish(first.job!.id, firstToken, next())], Date.now(), 20_000);
+    expect('job' in second && second.job?.id).toBe('2'); // the window's second pickup
+    const secondToken = (await client.get(limited.keys.lock('2')))!;
+    const [cut] = await rated.finishJobs([finish('2', secondToken, next())], Date.now(), 20_000);
+    expect('job' in cut && cut.job).toBeUndefined();
+    expect('rateLimitedFor' in cut && cut.rateLimitedFor).toBeGreaterThan(50_000);
+    expect(await client.zcard(limited.keys.completed)).toBe(2);
+  });
+
+  it('skips an id whose hash is missing (removed event) and takes the next ready job in its place', async () => {
+    const s = scriptsFor(client);
+    const [a, b] = await activeJobs(s, 2);
+    await s.scripts.addJobs([newJob(), newJob(), newJob()]); // 3, 4, 5
+    await client.del(s.keys.job('3'));
+    const results = await s.scripts.finishJobs([finish(a.jobId, a.token, next()), finish(b.jobId, b.token, next())], Date.now(), 20_000);
+    expect(results.map((r) => 'job' in r && r.job?.id)).toEqual(['4', '5']);
+    expect(await client.lrange(s.keys.active, '0', '-1')).toEqual(['5', '4']);
+    const removed = (await client.xrange(s.keys.events, '-', '+')).find(([, f]) => f[1] === 'removed');
+    expect(removed?.[1]).toEqual(['event', 'removed', 'jobId', '3', 'reason', 'job hash missing at pickup']);
   });
 });
 

@@ -12,6 +12,7 @@ export const SCRIPTS = {
   addJobs: new Script('addJobs', 9),
   moveToActive: new Script('moveToActive', 11),
   moveToFinished: new Script('moveToFinished', 14),
+  finishJobs: new Script('finishJobs', 13),
   retryJob: new Script('retryJob', 12),
   extendLock: new Script('extendLock', 2),
   extendLocks: new Script('extendLocks', 1),
@@ -122,9 +123,9 @@ export class Scripts {
     const calls: ScriptCall[] = [];
     for (let i = 0; i < jobs.length; i += ADD_BATCH) {
       const batch = jobs.slice(i, i + ADD_BATCH);
-      const args: ScriptArg[] = [k.base, batch[0].timestamp, this.maxEvents];
+      const args: ScriptArg[] = [k.base, this.maxEvents];
       for (const job of batch) {
-        args.push(job.customId ?? '', job.name, job.data, job.opts, job.delay, job.priority, job.lifo ? '1' : '0');
+        args.push(job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay, job.priority, job.lifo ? '1' : '0');
       }
       calls.push({ script: SCRIPTS.addJobs, keys: this.addKeys(), args });
     }
@@ -165,6 +166,32 @@ export class Scripts {
     });
     this.throwIfCode(reply, finish.jobId, SCRIPTS.moveToFinished);
     return parsePickup(reply);
+  }
+
+  /**
+   * Finishes several jobs in one call (finishJobs-13, the batch form of moveToFinished-14). One
+   * result per finish, in order: the Pickup its fetch-next took (`finish.next`), or the EchoMQError
+   * that refused it (that job is left as it was; the others are not affected).
+   */
+  async finishJobs(finishes: Finish[], timestamp: number, lockDuration: number): Promise<Array<Pickup | EchoMQError>> {
+    const k = this.keys;
+    const limit = this.rateLimit;
+    const args: ScriptArg[] = [k.base, timestamp, this.maxEvents, lockDuration, limit?.max ?? 0, limit?.duration ?? 0];
+    for (const f of finishes) {
+      args.push(f.jobId, f.token, f.outcome, f.value, f.stacktrace, f.keepCount, f.keepAgeMs, f.next?.token ?? '');
+    }
+    const reply = await this.call({ script: SCRIPTS.finishJobs, keys: [...this.pickupKeys(), k.completed, k.failed], args });
+    const [results, nextDelayedAt, rateLimitedFor] = reply as [Array<string | number | string[]>, number, number];
+    return finishes.map((f, i) => {
+      const code = results[3 * i] as number;
+      if (isErrorCode(code)) return new EchoMQError(code, f.jobId, SCRIPTS.finishJobs.fileName);
+      const jobId = results[3 * i + 1];
+      return {
+        job: jobId === 0 ? undefined : { id: String(jobId), fields: results[3 * i + 2] as string[] },
+        nextDelayedAt: Number(nextDelayedAt),
+        rateLimitedFor: Number(rateLimitedFor),
+      };
+    });
   }
 
   async retryJob(retry: Retry): Promise<void> {

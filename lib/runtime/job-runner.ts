@@ -1,6 +1,7 @@
 import { v4 as uuid } from 'uuid';
 import { EchoMQError } from '../protocol/errors.js';
 import type { Finish, Pickup, Scripts } from '../protocol/scripts.js';
+import type { FinishBatcher } from './finish-batcher.js';
 import { CorruptJobError, Job, type JobContext } from './job.js';
 import { LockLostError, type JobLock, type WorkerLocks } from './worker-locks.js';
 import { backoffDelay, keepRule } from './options.js';
@@ -42,7 +43,7 @@ const LANDED_EARLIER: Pickup = { job: undefined, nextDelayedAt: 0, rateLimitedFo
 
 /**
  * Runs one job from pickup to release: the processor, then moveToFinished-14 (with fetch-next when
- * asked) or retryJob-12. While the finish is in flight the lock keeps being renewed; a finish that
+ * asked; batched with the worker's other finishes by its FinishBatcher) or retryJob-12. While the finish is in flight the lock keeps being renewed; a finish that
  * fails for want of a connection is sent again until it lands or the lock is known lost.
  */
 export class JobRunner {
@@ -52,6 +53,7 @@ export class JobRunner {
     private readonly context: JobContext,
     private readonly locks: WorkerLocks,
     private readonly lockDuration: number,
+    private readonly finisher: Pick<FinishBatcher, 'finish'>,
     private readonly events: RunnerEvents,
   ) {}
 
@@ -143,11 +145,11 @@ export class JobRunner {
     return { jobId: job.id, token, timestamp: Date.now() };
   }
 
-  /** moveToFinished-14; with fetch-next, the job it took comes back with its fresh token. */
+  /** moveToFinished-14 (or its batch form); with fetch-next, the job it took comes back with its fresh token. */
   private async finish(job: Job, lock: JobLock, finish: Finish, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
     const token = uuid();
     let acquiredAt = Date.now();
-    const pickup: Pickup = await this.withRetries(job, lock, () => (acquiredAt = Date.now(), this.scripts.moveToFinished({
+    const pickup: Pickup = await this.withRetries(job, lock, () => (acquiredAt = Date.now(), this.finisher.finish({
       ...finish,
       next: fetchNext() ? { token, lockDuration: this.lockDuration } : undefined,
     })), finish.outcome);

@@ -6,6 +6,7 @@ import type { RedisClient } from '../protocol/script.js';
 import { Scripts } from '../protocol/scripts.js';
 import { closeClient, connect, connectBlocking, dropClient } from './connection.js';
 import { Fetcher } from './fetcher.js';
+import { FinishBatcher } from './finish-batcher.js';
 import type { Job, JobContext } from './job.js';
 import { JobRunner, type ActiveJob, type Processor } from './job-runner.js';
 import { LockManager, type WorkerLocks } from './lock-manager.js';
@@ -97,7 +98,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       queueName: name, keys: this.keys, scripts: this.scripts, client,
       onProgress: (job, progress) => this.emitSafely('progress', job, progress),
     };
-    this.runner = new JobRunner(processor as Processor, this.scripts, context, this.locks, lockDuration, {
+    const finisher = new FinishBatcher(this.scripts, lockDuration, this.options.concurrency, () => this.running);
+    this.runner = new JobRunner(processor as Processor, this.scripts, context, this.locks, lockDuration, finisher, {
       active: (job) => this.emitSafely('active', job),
       completed: (job, result) => this.emitSafely('completed', job, result),
       failed: (job, error, willRetry) => this.emitSafely('failed', job, error, willRetry),
@@ -249,3 +251,4 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     else console.error(`EchoMQ worker for queue ${this.name}:`, error);
   }
 }
+

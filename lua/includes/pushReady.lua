@@ -17,5 +17,5 @@ end
 local function pushReady(keys, jobId, priority, lifo)
   local paused = rcall("HEXISTS", keys.meta, "paused") == 1
   placeReady(keys, jobId, priority, lifo, paused)
-  if not paused then rcall("ZADD", keys.marker, 0, "0") end
+  if not paused then rcall("ZADD", keys.marker, "0", "0") end
 end

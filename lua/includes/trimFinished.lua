@@ -2,6 +2,7 @@
 -- keepCount < 0 keeps every job; otherwise only the newest keepCount stay. keepAgeMs > 0 also drops
 -- jobs that finished more than keepAgeMs ago (at most 1000 a call, so one call stays short).
 local function trimFinished(setKey, prefix, now, keepCount, keepAgeMs)
+  now = tonumber(now)
   local doomed = {}
   if keepAgeMs > 0 then
     doomed = rcall("ZRANGEBYSCORE", setKey, 0, now - keepAgeMs, "LIMIT", 0, 1000)

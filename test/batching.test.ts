@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { Queue, Worker, type Job } from '../lib/index.js';
+import { startRedis, type RedisProcess } from './support/redis-process.js';
+import { queueKeys, uniqueQueueName } from './support/redis.js';
+
+// Finishes and concurrent adds are gathered into one script call per turn of the event loop
+// (FinishBatcher, Queue.add). These tests count the calls on a private server, so no other test's
+// commands are in the count, and check that batching loses, repeats or mixes up nothing.
+let redis: RedisProcess;
+let admin: Redis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = new Redis(redis.url);
+});
+afterAll(async () => {
+  admin.disconnect();
+  await redis.stop();
+});
+beforeEach(() => admin.config('RESETSTAT'));
+
+async function scriptCalls(): Promise<number> {
+  const stats = await admin.info('commandstats');
+  const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+  return calls('evalsha') + calls('eval');
+}
+
+describe('a worker at concurrency above 1', () => {
+  it('finishes its jobs in batches: each job runs once, with fewer script calls than jobs', async () => {
+    const name = uniqueQueueName('batch');
+    const queue = new Queue(name, { connection: redis.url });
+    const jobs = 400;
+    await queue.addBulk(Array.from({ length: jobs }, (_, i) => ({ name: 'n', data: { i } })));
+    const ran = new Map<number, number>();
+    const worker = new Worker<{ i: number }>(name, (job) => {
+      ran.set(job.data.i, (ran.get(job.data.i) ?? 0) + 1);
+      return job.data.i * 2;
+    }, { connection: redis.url, concurrency: 20 });
+    const results = new Map<number, unknown>();
+    await new Promise<void>((resolve) => worker.on('completed', (job: Job, result) => {
+      results.set((job.data as { i: number }).i, result);
+      if (results.size === jobs) resolve();
+    }));
+    await worker.close();
+    // Without batching every job costs at least one call (its finish); addBulk costs one.
+    expect(await scriptCalls()).toBeLessThan(jobs / 2);
+    expect([...ran.values()].every((n) => n === 1) && ran.size === jobs).toBe(true);
+    for (const [i, result] of results) expect(result).toBe(i * 2);
+    const counts = await queue.getJobCounts('wait', 'active', 'completed', 'failed');
+    expect(counts).toEqual({ wait: 0, active: 0, completed: jobs, failed: 0 });
+    expect((await queueKeys(admin, name)).filter((key) => key.endsWith(':lock'))).toEqual([]);
+    const stored = await queue.getJob('7');
+    expect([stored?.returnvalue, stored?.attemptsMade, stored?.attemptsStarted]).toEqual([12, 1, 1]);
+    await queue.close();
+  });
+
+  it('one job that lost its lock in a batch is reported lost; the others of the batch complete', async () => {
+    const name = uniqueQueueName('lost');
+    const queue = new Queue(name, { connection: redis.url });
+    await queue.addBulk([{ name: 'a', data: {} }, { name: 'b', data: {} }, { name: 'c', data: {} }]);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let started = 0;
+    const worker = new Worker(name, async () => {
+      if (++started === 3) {
+        await admin.set(`emq:{${name}}:2:lock`, 'another-worker'); // job 2 ('b') changes hands
+        release();
+      }
+      await gate;
+    }, { connection: redis.url, concurrency: 3 });
+    const completed: string[] = [];
+    const lost: Array<[string, string]> = [];
+    worker.on('completed', (job) => completed.push(job.id));
+    worker.on('lockLost', (job, error) => lost.push([job.id, error.message]));
+    await new Promise<void>((resolve) => {
+      const check = () => completed.length + lost.length === 3 && resolve();
+      worker.on('completed', check);
+      worker.on('lockLost', check);
+    });
+    await worker.close();
+    expect(completed.sort()).toEqual(['1', '3']);
+    expect(lost).toEqual([['2', expect.stringContaining('held by another token')]]);
+    expect(await admin.lrange(`emq:{${name}}:active`, 0, -1)).toEqual(['2']);
+    expect(await admin.get(`emq:{${name}}:2:lock`)).toBe('another-worker');
+    await queue.close();
+  });
+});
+
+describe('Queue.add called many times at once', () => {
+  it('sends the burst as one addJobs-9 call per 500 jobs, ids in call order, each job as add would write it', async () => {
+    const name = uniqueQueueName('adds');
+    const queue = new Queue(name, { connection: redis.url });
+    await queue.add('warm-up', {}); // the first call on a fresh server also loads the script
+    const before = await scriptCalls();
+    const jobs = await Promise.all(Array.from({ length: 1200 }, (_, i) => queue.add('n', { i }, i === 5 ? { delay: 60_000 } : {})));
+    expect(await scriptCalls() - before).toBe(4); // the first add alone, then 500 + 500 + 199
+    expect(jobs.map((job) => job.id)).toEqual(Array.from({ length: 1200 }, (_, i) => String(i + 2)));
+    expect(await admin.llen(`emq:{${name}}:wait`)).toBe(1200); // the warm-up and 1,199
+    const delayed = await admin.zrange(`emq:{${name}}:delayed`, '0', '-1', 'WITHSCORES');
+    const stored = await queue.getJob('7');
+    expect(delayed).toEqual(['7', String(stored!.timestamp + 60_000)]);
+    expect(stored!.timestamp).toBe(jobs[5].timestamp); // its own add's time, wherever it stood in the batch
+    await queue.close();
+  });
+
+  it('a custom id that exists answers with the existing job, in a burst as alone', async () => {
+    const name = uniqueQueueName('dup');
+    const queue = new Queue(name, { connection: redis.url });
+    await queue.add('first', { v: 1 }, { jobId: 'order-7' });
+    const [a, b, c] = await Promise.all([
+      queue.add('n', { v: 2 }),
+      queue.add('again', { v: 3 }, { jobId: 'order-7' }),
+      queue.add('n', { v: 4 }),
+    ]);
+    expect([a.id, b.id, c.id]).toEqual(['1', 'order-7', '2']);
+    expect([b.name, b.data]).toEqual(['first', { v: 1 }]);
+    await queue.close();
+  });
+});
