@@ -91,6 +91,29 @@ describe('LockManager: the heartbeat', () => {
     await queue.close();
   });
 
+  it('a handler that first reads its signal after the loss gets it already aborted, with the reason', async () => {
+    const name = uniqueQueueName('late-signal');
+    const queue = new Queue(name, { connection: redisUrl() });
+    let signalLoss!: () => void;
+    const lost = new Promise<void>((resolve) => (signalLoss = resolve));
+    let seen: [boolean, unknown] | undefined;
+    const worker = new Worker(name, async (_job, context) => {
+      await lost; // the signal is not read until the lock is gone
+      seen = [context.signal.aborted, context.signal.reason];
+    }, { connection: redisUrl(), lockDuration: 5000, lockRenewTime: 300 });
+    worker.lockManager.renewalFailed$.subscribe(() => signalLoss());
+    const lockLost = new Promise<void>((resolve) => worker.once('lockLost', () => resolve()));
+    const job = await queue.add('x', {});
+    await eventually(() => worker.lockManager.trackedCount() === 1, 5000, 'the job tracked');
+    await client.set(new Keys(name).lock(job.id), 'someone-else', 'PX', 10_000);
+    await lockLost;
+    expect(seen?.[0]).toBe(true);
+    expect(seen?.[1]).toBeInstanceOf(LockLostError);
+    expect((seen?.[1] as LockLostError).code).toBe(-6);
+    await worker.close();
+    await queue.close();
+  });
+
   it('renews 1,000 held jobs with ONE extendLocks-1 call per tick, from one timer', async () => {
     const redis = await startRedis();
     const admin = new Redis(redis.url);
@@ -265,3 +288,4 @@ describe('LockManager: timing options', () => {
     await worker.close();
   });
 });
+

@@ -36,6 +36,19 @@ export interface RunnerEvents {
   error(error: Error): void;
 }
 
+/** The processor's context; the signal (an AbortController) is made only if the handler reads it. */
+class LazySignalContext implements ProcessorContext {
+  constructor(private readonly lock: JobLock) {}
+
+  get token(): string {
+    return this.lock.token;
+  }
+
+  get signal(): AbortSignal {
+    return this.lock.signal;
+  }
+}
+
 const STACKTRACE_LIMIT = 10;
 const FINISH_RETRY_MS = [100, 200, 500, 1000, 2000];
 /** What a finish answers when an earlier try had landed: its reply, and any job it took, are gone. */
@@ -68,23 +81,22 @@ export class JobRunner {
       job = new Job(this.context, active.id, '', undefined, {}, 0);
     }
     const lock = this.locks.track(active.id, active.token, job.attemptsStarted, active.acquiredAt);
-    const signal = lock.signal;
     this.events.active(job);
 
     let result: unknown;
     let failure: Error | undefined = corrupt;
     if (!failure) {
       try {
-        result = await this.processor(job, { token: active.token, signal });
+        result = await this.processor(job, new LazySignalContext(lock));
       } catch (error) {
         failure = error instanceof Error ? error : new Error(String(error));
       }
     }
 
-    if (!lock.held || signal.aborted) {
+    if (!lock.held || lock.abortReason) {
       // The heartbeat found the lock gone, or the worker closed without waiting (close(true)):
       // either way this worker gave the job up, and its lock is left to lapse for another one.
-      this.events.lockLost(job, signal.reason as Error);
+      this.events.lockLost(job, lock.abortReason ?? new Error(`the worker stopped renewing the lock of job ${job.id}`));
       return undefined;
     }
     lock.beginRelease();
@@ -100,7 +112,6 @@ export class JobRunner {
   }
 
   private async settle(job: Job, lock: JobLock, result: unknown, failure: Error | undefined, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
-    const token = lock.token;
     if (!failure) {
       let returnvalue: string;
       try {
@@ -108,8 +119,7 @@ export class JobRunner {
       } catch (error) {
         return this.fail(job, lock, error as Error, fetchNext);
       }
-      const [keepCount, keepAgeMs] = keepRule(job.opts.removeOnComplete);
-      const next = await this.finish(job, lock, { ...this.base(job, token), outcome: 'completed', value: returnvalue, stacktrace: '', keepCount, keepAgeMs }, fetchNext);
+      const next = await this.finish(job, lock, 'completed', returnvalue, '', keepRule(job.opts.removeOnComplete), fetchNext);
       job.returnvalue = result;
       job.attemptsMade++;
       lock.release('completed');
@@ -134,25 +144,24 @@ export class JobRunner {
       this.events.failed(job, error, true);
       return undefined;
     }
-    const [keepCount, keepAgeMs] = keepRule(job.opts.removeOnFail);
-    const next = await this.finish(job, lock, { ...this.base(job, token), outcome: 'failed', value: reason, stacktrace, keepCount, keepAgeMs }, fetchNext);
+    const next = await this.finish(job, lock, 'failed', reason, stacktrace, keepRule(job.opts.removeOnFail), fetchNext);
     lock.release('failed');
     this.events.failed(job, error, false);
     return next;
   }
 
-  private base(job: Job, token: string): Pick<Finish, 'jobId' | 'token' | 'timestamp'> {
-    return { jobId: job.id, token, timestamp: Date.now() };
-  }
-
   /** moveToFinished-14 (or its batch form); with fetch-next, the job it took comes back with its fresh token. */
-  private async finish(job: Job, lock: JobLock, finish: Finish, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+  private async finish(
+    job: Job, lock: JobLock, outcome: Finish['outcome'], value: string, stacktrace: string,
+    [keepCount, keepAgeMs]: [number, number], fetchNext: () => boolean,
+  ): Promise<ActiveJob | undefined> {
     const token = uuid();
     let acquiredAt = Date.now();
-    const pickup: Pickup = await this.withRetries(job, lock, () => (acquiredAt = Date.now(), this.finisher.finish({
-      ...finish,
-      next: fetchNext() ? { token, lockDuration: this.lockDuration } : undefined,
-    })), finish.outcome);
+    const pickup: Pickup = await this.withRetries(job, lock, () => {
+      acquiredAt = Date.now();
+      const next = fetchNext() ? { token, lockDuration: this.lockDuration } : undefined;
+      return this.finisher.finish({ jobId: job.id, token: lock.token, timestamp: acquiredAt, outcome, value, stacktrace, keepCount, keepAgeMs, next });
+    }, outcome);
     return pickup.job ? { id: pickup.job.id, fields: pickup.job.fields, token, acquiredAt } : undefined;
   }
 

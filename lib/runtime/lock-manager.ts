@@ -107,6 +107,7 @@ export class LockManager {
 
   private emitter(): LockEmitter {
     return {
+      observed: (kind) => (kind === 'acquired' ? this.acquired : this.released).observed,
       acquired: (event) => this.acquired.next(event),
       released: (event) => this.released.next(event),
       renewed: (event) => this.renewed.next(event),

@@ -10,20 +10,21 @@ export const DEFAULT_MAX_DATA_BYTES = 1024 * 1024;
 export function toJson(value: unknown, field: string, maxBytes = Infinity): string {
   let text: string | undefined;
   try {
+    // The path is built only on the way to an error: the replacer runs for every value.
+    const where = (key: string) => (key === '' ? field : `${field}.${key}`);
     text = JSON.stringify(value === undefined ? {} : value, (key, item: unknown) => {
-      const where = key === '' ? field : `${field}.${key}`;
       switch (typeof item) {
         case 'function':
         case 'symbol':
-          throw new EchoMQOptionError(where, `is a ${typeof item}, which JSON cannot carry`);
+          throw new EchoMQOptionError(where(key), `is a ${typeof item}, which JSON cannot carry`);
         case 'bigint':
-          throw new EchoMQOptionError(where, 'is a BigInt, which JSON cannot carry; send it as a string');
+          throw new EchoMQOptionError(where(key), 'is a BigInt, which JSON cannot carry; send it as a string');
         case 'number':
-          if (!Number.isFinite(item)) throw new EchoMQOptionError(where, `is ${item}, which JSON would turn into null`);
+          if (!Number.isFinite(item)) throw new EchoMQOptionError(where(key), `is ${item}, which JSON would turn into null`);
           break;
         case 'object':
           if (item instanceof Map || item instanceof Set) {
-            throw new EchoMQOptionError(where, `is a ${item.constructor.name}, which JSON would turn into {}; send an array or object`);
+            throw new EchoMQOptionError(where(key), `is a ${item.constructor.name}, which JSON would turn into {}; send an array or object`);
           }
       }
       return item;

@@ -35,6 +35,8 @@ export interface LockHolder {
 
 /** The sinks a WorkerLocks reports to (the LockManager's subjects). */
 export interface LockEmitter {
+  /** True while someone subscribes to that kind: the per-job events are built only then. */
+  observed(kind: 'acquired' | 'released'): boolean;
   acquired(event: LockAcquiredEvent): void;
   released(event: LockReleasedEvent): void;
   renewed(event: LockRenewedEvent): void;
@@ -49,6 +51,8 @@ export interface JobLock {
   readonly token: string;
   /** Aborted with a LockLostError when the lock is lost, or by the worker closing without waiting. */
   readonly signal: AbortSignal;
+  /** Why this ownership was given up (the signal's reason), once it was. */
+  readonly abortReason: Error | undefined;
   /** True while the LockManager still renews this ownership. */
   readonly held: boolean;
   /** The code a renewal found, if one found the lock gone (-2) or taken (-6). */
@@ -71,9 +75,11 @@ export function validateHolder(holder: LockHolder): void {
 }
 
 class TrackedJob implements JobLock {
-  readonly controller = new AbortController();
   releasing = false;
   lostCode: -2 | -6 | undefined;
+  abortReason: Error | undefined;
+  /** Made when a handler first reads `signal`: most never do, and one per job costs in the hot path. */
+  private controller?: AbortController;
 
   constructor(
     private readonly owner: WorkerLocks,
@@ -84,7 +90,17 @@ class TrackedJob implements JobLock {
   ) {}
 
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason) this.controller.abort(this.abortReason);
+    }
     return this.controller.signal;
+  }
+
+  abort(reason: Error): void {
+    if (this.abortReason) return;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
   }
 
   get held(): boolean {
@@ -147,13 +163,13 @@ export class WorkerLocks {
     const job = new TrackedJob(this, jobId, token, acquiredAt);
     this.jobs.set(jobId, job);
     if (!this.closed) this.heartbeat.start();
-    this.emit.acquired({ type: 'acquired', queue, workerId, at: Date.now(), jobId, attemptsStarted });
+    if (this.emit.observed('acquired')) this.emit.acquired({ type: 'acquired', queue, workerId, at: Date.now(), jobId, attemptsStarted });
     return job;
   }
 
   /** Aborts the signal of every tracked job (close without waiting). */
   abortAll(reason: Error): void {
-    for (const job of this.jobs.values()) job.controller.abort(reason);
+    for (const job of this.jobs.values()) job.abort(reason);
   }
 
   /** Stops the timer, forgets every job and unregisters the worker. */
@@ -175,14 +191,16 @@ export class WorkerLocks {
     if (!this.holds(job)) return;
     this.jobs.delete(job.jobId);
     if (this.jobs.size === 0) void this.heartbeat.stop();
-    this.emit.released({ type: 'released', queue: this.holder.queue, workerId: this.holder.workerId, at: Date.now(), jobId: job.jobId, reason });
+    if (this.emit.observed('released')) {
+      this.emit.released({ type: 'released', queue: this.holder.queue, workerId: this.holder.workerId, at: Date.now(), jobId: job.jobId, reason });
+    }
   }
 
   /** The job is no longer this worker's: abort its signal, stop renewing it, say why. */
   private lose(job: TrackedJob, code: -2 | -6, reason: string, at: number): void {
     const { queue, workerId } = this.holder;
     job.lostCode = code;
-    job.controller.abort(new LockLostError(queue, job.jobId, code, reason));
+    job.abort(new LockLostError(queue, job.jobId, code, reason));
     this.emit.renewalFailed({ type: 'renewalFailed', queue, workerId, at, jobId: job.jobId, code, reason });
     this.drop(job, 'lost');
   }
