@@ -12,8 +12,8 @@ import { formatNumber, median, renderTable } from './stats.mjs';
 import { connectionOf, SYSTEMS } from './systems.mjs';
 
 const SIZES = {
-  quick: { rounds: 3, addOne: 2000, addConcurrent: 5000, addBulk: 10000, process1: 2000, process50: 10000, processes4: 10000, latency: 100, delayed: 100 },
-  full: { rounds: 5, addOne: 5000, addConcurrent: 20000, addBulk: 50000, process1: 5000, process50: 30000, processes4: 30000, latency: 300, delayed: 300 },
+  quick: { rounds: 3, addOne: 2000, addConcurrent: 5000, addBulk: 10000, process1: 2000, process50: 10000, processes4: 10000, latency: 300, delayed: 100 },
+  full: { rounds: 5, addOne: 5000, addConcurrent: 20000, addBulk: 50000, process1: 5000, process50: 30000, processes4: 30000, latency: 1000, delayed: 300 },
 };
 const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, processConcurrency50, processFourProcesses, addToStart, delayedFiring];
 const THROUGHPUT_FIGURES = [
