@@ -29,6 +29,7 @@ export async function measure(meterClient, jobs, body) {
     commandsPerJob: redis.commands / jobs,
     nodeCpuUsPerJob: nodeCpuMicros / jobs,
     callsPerJob: Object.fromEntries(Object.entries(redis.calls).map(([name, n]) => [name, n / jobs])),
+    usecPerJob: Object.fromEntries(Object.entries(redis.usec).map(([name, n]) => [name, n / jobs])),
   };
 }
 
