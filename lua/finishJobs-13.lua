@@ -6,12 +6,13 @@
   KEYS[1] wait     [2] active   [3] prioritized  [4] events  [5] stalled  [6] limiter
       [7] delayed  [8] paused   [9] meta         [10] pc     [11] marker
       [12] completed           [13] failed
-  ARGV[1] job-key prefix "P:{Q}:"   [2] now (ms)   [3] events max length   [4] lockDuration ms
-      [5] rate limit max (0 = none)  [6] rate limit window ms
-      [7..] eight fields per job: jobId, token, "completed" or "failed",
+  ARGV[1] job-key prefix "P:{Q}:"   [2] now (ms): the pickups' time   [3] events max length
+      [4] lockDuration ms   [5] rate limit max (0 = none)   [6] rate limit window ms
+      [7..] nine fields per job: jobId, token, "completed" or "failed",
             returnvalue (JSON) when completed or failedReason when failed,
             stacktrace (JSON array, "" when completed), keep count (-1 = all, 0 = remove now),
-            keep age ms (0 = any), next lock token ("" = take no next job)
+            keep age ms (0 = any), next lock token ("" = take no next job),
+            finishedOn (ms: when that job's handler ended, its score in completed or failed)
   Returns { results, nextDelayedAt, rateLimitedForMs }. results holds three entries per job, in
       ARGV order: the finish's code (0 done; -1, -2, -6 or -3 as moveToFinished-14 answers them,
       and then that job is left as it was), the next job's id or 0, the next job's hash (flat,
@@ -44,14 +45,15 @@ local keys = {
   marker = KEYS[11]
 }
 
-local deferred = newDeferred()
+local finished = newDeferred()
 local results, tokens, slots = {}, {}, {}
-for i = 7, #ARGV, 8 do
+for i = 7, #ARGV, 9 do
   local jobId, target = ARGV[i], ARGV[i + 2]
   local job = { key = prefix .. jobId, lockKey = prefix .. jobId .. ":lock", id = jobId, token = ARGV[i + 1],
     target = target, value = ARGV[i + 3], stacktrace = ARGV[i + 4], keepCount = tonumber(ARGV[i + 5]),
     keepAgeMs = tonumber(ARGV[i + 6]) }
-  local code = finishJob(keys, job, target == "completed" and KEYS[12] or KEYS[13], prefix, now, maxEvents, deferred)
+  local code = finishJob(keys, job, target == "completed" and KEYS[12] or KEYS[13], prefix, ARGV[i + 8],
+    maxEvents, finished)
   local at = #results
   results[at + 1], results[at + 2], results[at + 3] = code, 0, {}
   if code == 0 and ARGV[i + 7] ~= "" then
@@ -59,17 +61,18 @@ for i = 7, #ARGV, 8 do
     slots[#slots + 1] = at + 2
   end
 end
+applyDeferred(keys.stalled, finished)
 
 local nextDelayed, limitedFor = 0, 0
 if #tokens > 0 then
   nextDelayed = promoteDelayed(keys, prefix, tonumber(now), maxEvents)
   if rcall("HEXISTS", keys.meta, "paused") == 0 then
-    local taken
+    local deferred, taken = newDeferred()
     taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, limiterMax, limiterDuration, deferred)
     for i, job in ipairs(taken) do
       results[slots[i]], results[slots[i] + 1] = job[1], job[2]
     end
+    applyDeferred(keys.stalled, deferred)
   end
 end
-applyDeferred(keys.stalled, deferred)
 return { results, nextDelayed, limitedFor }

@@ -35,13 +35,13 @@ local keys = {
 }
 local job = { key = KEYS[13], lockKey = KEYS[14], id = ARGV[1], token = ARGV[2], target = ARGV[4],
   value = ARGV[5], stacktrace = ARGV[6], keepCount = tonumber(ARGV[7]), keepAgeMs = tonumber(ARGV[8]) }
-local deferred = newDeferred()
-local code = finishJob(keys, job, KEYS[12], prefix, now, maxEvents, deferred)
+local finished = newDeferred()
+local code = finishJob(keys, job, KEYS[12], prefix, now, maxEvents, finished)
 if code ~= 0 then return code end
+applyDeferred(keys.stalled, finished)
 
-local reply = { 0, {}, 0, 0 }
-if ARGV[9] == "1" then
-  reply = pickup(keys, prefix, ARGV[11], ARGV[12], now, maxEvents, tonumber(ARGV[14]), ARGV[15], false, deferred)
-end
-applyDeferred(keys.stalled, deferred)
+if ARGV[9] ~= "1" then return { 0, {}, 0, 0 } end
+local taken = newDeferred()
+local reply = pickup(keys, prefix, ARGV[11], ARGV[12], now, maxEvents, tonumber(ARGV[14]), ARGV[15], false, taken)
+applyDeferred(keys.stalled, taken)
 return reply

@@ -85,6 +85,20 @@ describe('a worker at concurrency above 1', () => {
     expect(await admin.get(`emq:{${name}}:2:lock`)).toBe('another-worker');
     await queue.close();
   });
+
+  it('the processor context keeps its signal when spread or copied', async () => {
+    const name = uniqueQueueName('ctx');
+    const queue = new Queue(name, { connection: redis.url });
+    const worker = new Worker(name, (_job, context) => {
+      const copy = { ...context };
+      return [copy.signal instanceof AbortSignal, copy.signal.aborted, typeof copy.token];
+    }, { connection: redis.url });
+    const result = new Promise((resolve) => worker.once('completed', (_job, value) => resolve(value)));
+    await queue.add('x', {});
+    expect(await result).toEqual([true, false, 'string']);
+    await worker.close();
+    await queue.close();
+  });
 });
 
 describe('Queue.add called many times at once', () => {
@@ -102,6 +116,16 @@ describe('Queue.add called many times at once', () => {
     expect(delayed).toEqual(['7', String(stored!.timestamp + 60_000)]);
     expect(stored!.timestamp).toBe(jobs[5].timestamp); // its own add's time, wherever it stood in the batch
     await queue.close();
+  });
+
+  it('close() in the same turn as add() calls still sends them before the connection closes', async () => {
+    const name = uniqueQueueName('close');
+    const queue = new Queue(name, { connection: redis.url });
+    await queue.add('warm-up', {});
+    const added = [queue.add('a', {}), queue.add('b', {}), queue.add('c', {})];
+    await queue.close();
+    expect((await Promise.all(added)).map((job) => job.id)).toEqual(['2', '3', '4']);
+    expect(await admin.llen(`emq:{${name}}:wait`)).toBe(4);
   });
 
   it('a custom id that exists answers with the existing job, in a burst as alone', async () => {

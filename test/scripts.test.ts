@@ -398,6 +398,29 @@ describe('finishJobs-13 (the batch form of moveToFinished-14)', () => {
     expect(await client.zcard(limited.keys.completed)).toBe(2);
   });
 
+  it('a pickup that fails half-way leaves the jobs finished before it finished (Redis rolls nothing back)', async () => {
+    const s = scriptsFor(client);
+    const [a, b, c] = await activeJobs(s, 3);
+    const addBroken = async () => {
+      const { jobId } = await s.scripts.addJob(newJob());
+      await client.hset(s.keys.job(jobId), 'ats', 'not a number'); // the pickup's arithmetic fails on it
+      return jobId;
+    };
+    const first = await addBroken();
+    await expect(s.scripts.moveToFinished(finish(c.jobId, c.token, next()))).rejects.toThrow(/arithmetic/);
+    const second = await addBroken();
+    await expect(s.scripts.finishJobs([finish(a.jobId, a.token, next()), finish(b.jobId, b.token, next())], Date.now(), 20_000))
+      .rejects.toThrow(/arithmetic/);
+    for (const { jobId } of [a, b, c]) {
+      expect(await client.exists(s.keys.lock(jobId))).toBe(0);
+      expect(await client.zscore(s.keys.completed, jobId)).not.toBeNull();
+    }
+    // The jobs the failed pickups had popped sit in active without a lock: the stalled sweep's to recover.
+    expect((await client.lrange(s.keys.active, '0', '-1')).sort()).toEqual([first, second].sort());
+    expect(await client.exists(s.keys.lock(first), s.keys.lock(second))).toBe(0);
+    expect(await client.smembers(s.keys.stalled)).toEqual([]);
+  });
+
   it('skips an id whose hash is missing (removed event) and takes the next ready job in its place', async () => {
     const s = scriptsFor(client);
     const [a, b] = await activeJobs(s, 2);

@@ -173,12 +173,12 @@ export class Scripts {
    * result per finish, in order: the Pickup its fetch-next took (`finish.next`), or the EchoMQError
    * that refused it (that job is left as it was; the others are not affected).
    */
-  async finishJobs(finishes: Finish[], timestamp: number, lockDuration: number): Promise<Array<Pickup | EchoMQError>> {
+  async finishJobs(finishes: Finish[], pickupTimestamp: number, lockDuration: number): Promise<Array<Pickup | EchoMQError>> {
     const k = this.keys;
     const limit = this.rateLimit;
-    const args: ScriptArg[] = [k.base, timestamp, this.maxEvents, lockDuration, limit?.max ?? 0, limit?.duration ?? 0];
+    const args: ScriptArg[] = [k.base, pickupTimestamp, this.maxEvents, lockDuration, limit?.max ?? 0, limit?.duration ?? 0];
     for (const f of finishes) {
-      args.push(f.jobId, f.token, f.outcome, f.value, f.stacktrace, f.keepCount, f.keepAgeMs, f.next?.token ?? '');
+      args.push(f.jobId, f.token, f.outcome, f.value, f.stacktrace, f.keepCount, f.keepAgeMs, f.next?.token ?? '', f.timestamp);
     }
     const reply = await this.call({ script: SCRIPTS.finishJobs, keys: [...this.pickupKeys(), k.completed, k.failed], args });
     const [results, nextDelayedAt, rateLimitedFor] = reply as [Array<string | number | string[]>, number, number];

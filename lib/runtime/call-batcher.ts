@@ -43,7 +43,11 @@ export class CallBatcher<In, Out> {
     });
   }
 
-  private flush(): void {
+  /**
+   * Sends what waits for the end of the turn now. Called before the connection closes: a call
+   * made in the same turn as close() still goes ahead of the QUIT, as it would unbatched.
+   */
+  flush(): void {
     const batch = this.pending;
     if (batch.length === 0) return;
     this.pending = [];
@@ -51,6 +55,11 @@ export class CallBatcher<In, Out> {
     this.send(batch.map((p) => p.item)).then(
       (results) => {
         this.inFlight -= batch.length;
+        if (results.length !== batch.length) {
+          const error = new Error(`EchoMQ: a batch of ${batch.length} got ${results.length} results`);
+          for (const p of batch) p.reject(error);
+          return;
+        }
         results.forEach((result, i) => (result instanceof Error ? batch[i].reject(result) : batch[i].resolve(result)));
       },
       (error: unknown) => {

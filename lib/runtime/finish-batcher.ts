@@ -28,6 +28,11 @@ export class FinishBatcher {
     );
   }
 
+  /** Sends the finishes waiting for the end of the turn now (the worker is closing). */
+  flush(): void {
+    this.batcher.flush();
+  }
+
   /** Sends a finish (with or without fetch-next); rejects with the EchoMQError that refused it. */
   finish(finish: Finish): Promise<Pickup> {
     return this.batcher.submit(finish);

@@ -36,19 +36,6 @@ export interface RunnerEvents {
   error(error: Error): void;
 }
 
-/** The processor's context; the signal (an AbortController) is made only if the handler reads it. */
-class LazySignalContext implements ProcessorContext {
-  constructor(private readonly lock: JobLock) {}
-
-  get token(): string {
-    return this.lock.token;
-  }
-
-  get signal(): AbortSignal {
-    return this.lock.signal;
-  }
-}
-
 const STACKTRACE_LIMIT = 10;
 const FINISH_RETRY_MS = [100, 200, 500, 1000, 2000];
 /** What a finish answers when an earlier try had landed: its reply, and any job it took, are gone. */
@@ -87,7 +74,9 @@ export class JobRunner {
     let failure: Error | undefined = corrupt;
     if (!failure) {
       try {
-        result = await this.processor(job, new LazySignalContext(lock));
+        // An own getter (not a prototype one), so { ...context } still carries the signal; the
+        // AbortController behind it is made only if the handler reads it.
+        result = await this.processor(job, { token: active.token, get signal() { return lock.signal; } });
       } catch (error) {
         failure = error instanceof Error ? error : new Error(String(error));
       }

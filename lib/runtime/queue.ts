@@ -169,6 +169,7 @@ export class Queue<Data = unknown, Result = unknown> {
 
   /** Closes the queue's connection if the queue created it. Adding afterwards is refused. */
   close(): Promise<void> {
+    this.adds.flush(); // adds of this turn go before the QUIT
     this.closing ??= this.ownsClient ? closeClient(this.client) : Promise.resolve();
     return this.closing;
   }

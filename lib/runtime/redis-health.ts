@@ -41,3 +41,31 @@ export async function evictionPolicyWarning(client: RedisClient): Promise<string
   return `Redis maxmemory-policy is "${policy}": under memory pressure Redis may evict job keys and jobs would be lost. ` +
     'Set maxmemory-policy to noeviction (CONFIG SET maxmemory-policy noeviction) for the queue\'s Redis';
 }
+
+/** The oldest Redis the scripts run on: the batch pickup pops with RPOP and a count (6.2). */
+export const MIN_REDIS_VERSION = [6, 2] as const;
+
+/** The Redis a worker connected to is older than MIN_REDIS_VERSION; the worker closes. */
+export class RedisVersionError extends Error {
+  override readonly name = 'RedisVersionError';
+}
+
+/**
+ * Why this Redis is too old for the scripts, or undefined when it is recent enough (or INFO is
+ * not allowed, as for some ACL users: then it is not checked). Below 6.2 a batched finish would
+ * fail at its pickup on every burst.
+ */
+export async function redisVersionError(client: RedisClient): Promise<RedisVersionError | undefined> {
+  let info: string;
+  try {
+    info = await client.info('server');
+  } catch {
+    return undefined;
+  }
+  const found = /redis_version:(\d+)\.(\d+)/.exec(info);
+  if (!found) return undefined;
+  const [major, minor] = [Number(found[1]), Number(found[2])];
+  if (major > MIN_REDIS_VERSION[0] || (major === MIN_REDIS_VERSION[0] && minor >= MIN_REDIS_VERSION[1])) return undefined;
+  return new RedisVersionError(`EchoMQ needs Redis ${MIN_REDIS_VERSION.join('.')} or later, this one is ${major}.${minor}: ` +
+    'its scripts pop several ready jobs with RPOP and a count. The worker closed without taking a job');
+}

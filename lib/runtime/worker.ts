@@ -11,7 +11,7 @@ import type { Job, JobContext } from './job.js';
 import { JobRunner, type ActiveJob, type Processor } from './job-runner.js';
 import { LockManager, type WorkerLocks } from './lock-manager.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
-import { evictionPolicyWarning } from './redis-health.js';
+import { evictionPolicyWarning, redisVersionError } from './redis-health.js';
 import { StalledSweeper } from './stalled-sweeper.js';
 
 /** The events a Worker emits, with their arguments. */
@@ -62,6 +62,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private readonly fetcher: Fetcher;
   private readonly sweeper: StalledSweeper;
   private readonly runner: JobRunner;
+  private readonly finisher: FinishBatcher;
   private state: WorkerState = 'created';
   private running = 0;
   private slotFreed?: () => void;
@@ -98,8 +99,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       queueName: name, keys: this.keys, scripts: this.scripts, client,
       onProgress: (job, progress) => this.emitSafely('progress', job, progress),
     };
-    const finisher = new FinishBatcher(this.scripts, lockDuration, this.options.concurrency, () => this.running);
-    this.runner = new JobRunner(processor as Processor, this.scripts, context, this.locks, lockDuration, finisher, {
+    this.finisher = new FinishBatcher(this.scripts, lockDuration, this.options.concurrency, () => this.running);
+    this.runner = new JobRunner(processor as Processor, this.scripts, context, this.locks, lockDuration, this.finisher, {
       active: (job) => this.emitSafely('active', job),
       completed: (job, result) => this.emitSafely('completed', job, result),
       failed: (job, error, willRetry) => this.emitSafely('failed', job, error, willRetry),
@@ -156,6 +157,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     const wasRunning = this.state === 'running';
     this.state = 'closing';
     this.emit('closing');
+    this.finisher.flush(); // finishes of this turn go now, not after the connection closed
     this.fetcher.interrupt();
     if (force) this.locks.abortAll(new Error(`worker ${this.id} closed without waiting for its jobs`));
     this.slotFreed?.();
@@ -177,6 +179,12 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   /** Fetches while there is a free slot; blocks on the marker when the queue has nothing ready. */
   private async fetchLoop(): Promise<void> {
+    const tooOld = await redisVersionError(this.client);
+    if (tooOld) {
+      this.reportError(tooOld);
+      void this.close();
+      return;
+    }
     let failures = 0;
     while (this.state === 'running') {
       if (this.running >= this.options.concurrency) {

@@ -2,9 +2,11 @@
 -- and sends once at its end: one DEL for every lock it released, one SREM of the stalled set for
 -- every job it released or took, one ZADD per finished set. A batch of N jobs (finishJobs-13)
 -- then costs these commands once instead of N times each; a single-job script sends the same
--- commands as before, only later in the same atomic call. Nothing in a script reads these keys
--- after it gathered them (a released job is never taken again by the same call), so the order
--- changes no outcome.
+-- commands as before, only later in the same call. Nothing in a script reads these keys after it
+-- gathered them (a released job is never taken again by the same call), so the order changes no
+-- outcome. A script applies the finishes' deferred writes before it starts a pickup: Redis does
+-- not roll back a script that fails half-way, and a finished job must never be left out of its
+-- set with its lock still set because the pickup after it failed.
 local function newDeferred()
   return { dels = {}, unstall = {}, zadds = {} }
 end

@@ -46,12 +46,13 @@ local function takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, 
       local jobKey = prefix .. jobId
       local hash = rcall("HGETALL", jobKey)
       if #hash > 0 then
-        rcall("SET", jobKey .. ":lock", tokens[#taken + 1], "PX", lockDuration)
+        -- The fencing number first: a corrupt ats fails the call before this job has a lock.
         local ats = 1
         for i = 1, #hash, 2 do
           if hash[i] == "ats" then ats = tonumber(hash[i + 1]) + 1 end
         end
         ats = tostring(ats)
+        rcall("SET", jobKey .. ":lock", tokens[#taken + 1], "PX", lockDuration)
         rcall("HSET", jobKey, "ats", ats, "processedOn", now)
         -- Later pairs win when the runtime reads the flat array, so the fresh values go last.
         hash[#hash + 1] = "ats"
