@@ -53,7 +53,7 @@ for i = 7, #ARGV, 9 do
     target = target, value = ARGV[i + 3], stacktrace = ARGV[i + 4], keepCount = tonumber(ARGV[i + 5]),
     keepAgeMs = tonumber(ARGV[i + 6]) }
   local code = finishJob(keys, job, target == "completed" and KEYS[12] or KEYS[13], prefix, ARGV[i + 8],
-    maxEvents, finished)
+    false, finished)
   local at = #results
   results[at + 1], results[at + 2], results[at + 3] = code, 0, {}
   if code == 0 and ARGV[i + 7] ~= "" then
@@ -68,11 +68,12 @@ if #tokens > 0 then
   nextDelayed = promoteDelayed(keys, prefix, tonumber(now), maxEvents)
   if rcall("HEXISTS", keys.meta, "paused") == 0 then
     local deferred, taken = newDeferred()
-    taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, limiterMax, limiterDuration, deferred)
+    taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration, deferred)
     for i, job in ipairs(taken) do
       results[slots[i]], results[slots[i] + 1] = job[1], job[2]
     end
     applyDeferred(keys.stalled, deferred)
   end
 end
+trimEvents(keys.events, maxEvents) -- the events above were added untrimmed
 return { results, nextDelayed, limitedFor }

@@ -421,6 +421,17 @@ describe('finishJobs-13 (the batch form of moveToFinished-14)', () => {
     expect(await client.smembers(s.keys.stalled)).toEqual([]);
   });
 
+  it('keeps the events stream bounded: its events go untrimmed, then one trim at the end of the call', async () => {
+    const s = scriptsFor(client);
+    const small = new Scripts(client, s.keys, 50);
+    const jobs = await activeJobs(s, 150);
+    await small.finishJobs(jobs.map((j) => finish(j.jobId, j.token)), Date.now(), 20_000);
+    // MAXLEN ~ trims whole stream nodes (100 entries by default), so the bound is approximate.
+    expect(await client.xlen(s.keys.events)).toBeLessThanOrEqual(50 + 100);
+    const last = await client.xrevrange(s.keys.events, '+', '-', 'COUNT', 1);
+    expect(last[0][1]).toEqual(['event', 'completed', 'jobId', jobs[149].jobId, 'returnvalue', '"ok"']);
+  });
+
   it('skips an id whose hash is missing (removed event) and takes the next ready job in its place', async () => {
     const s = scriptsFor(client);
     const [a, b] = await activeJobs(s, 2);
