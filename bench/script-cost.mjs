@@ -1,0 +1,79 @@
+// npm run bench:scripts: what EchoMQ's scripts cost Redis, in instructions per job, counted by
+// valgrind's callgrind on a private redis-server. Unlike wall time or INFO cpu, the count is the
+// same from run to run whatever else the machine does: use it to compare two versions of a script.
+// Needs valgrind (apt-get install valgrind). Each phase is measured alone: callgrind's counters are
+// zeroed before it and dumped after it.
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { v4 as uuid } from 'uuid';
+import { Keys, Scripts } from '../dist/lib/index.js';
+import { freePort } from '../test/support/redis-process.js';
+
+const ROUNDS = 100;
+const BATCH = 25; // a worker at concurrency 50 finishes in batches of 25
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'echomq-script-cost-'));
+  const port = await freePort();
+  const server = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${join(dir, 'cg.%p')}`,
+    'redis-server', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const client = new Redis({ port, maxRetriesPerRequest: null, retryStrategy: () => 200 });
+  client.on('error', () => undefined);
+  try {
+    await client.ping(); // waits for the server under valgrind (slow to start)
+    const measure = async (label, jobs, phase) => {
+      execFileSync('callgrind_control', ['--zero', String(server.pid)], { stdio: 'ignore' });
+      await phase();
+      const instructions = dump(dir, server.pid);
+      console.log(`${label.padEnd(52)} ${Math.round(instructions / jobs).toLocaleString('en-US').padStart(9)} instructions/job`);
+    };
+    const newJob = (i) => ({ name: 'bench', data: JSON.stringify({ i }), opts: '{}', timestamp: Date.now(), delay: 0, priority: 0, lifo: false });
+
+    const adds = new Scripts(client, new Keys('adds'), 10_000);
+    await measure('add alone (addJob-9)', ROUNDS, async () => {
+      for (let i = 0; i < ROUNDS; i++) await adds.addJob(newJob(i));
+    });
+    await measure('add in batches of 500 (addJobs-9)', 10 * 500, async () => {
+      for (let i = 0; i < 10; i++) await adds.addJobs(Array.from({ length: 500 }, (_, j) => newJob(j)));
+    });
+
+    for (const batch of [1, BATCH]) {
+      const scripts = new Scripts(client, new Keys(`finish-${batch}`), 10_000);
+      await scripts.addJobs(Array.from({ length: (ROUNDS + 1) * batch }, (_, i) => newJob(i)));
+      let held = [];
+      for (let i = 0; i < batch; i++) {
+        const token = uuid();
+        held.push({ jobId: (await scripts.moveToActive(token, 30_000, Date.now())).job.id, token });
+      }
+      const script = batch === 1 ? 'moveToFinished-14' : 'finishJobs-13';
+      await measure(`finish + fetch-next, ${batch} a call (${script})`, ROUNDS * batch, async () => {
+        for (let round = 0; round < ROUNDS; round++) {
+          const finishes = held.map(({ jobId, token }) => ({
+            jobId, token, timestamp: Date.now(), outcome: 'completed', value: 'null', stacktrace: '', keepCount: -1, keepAgeMs: 0,
+            next: { token: uuid(), lockDuration: 30_000 },
+          }));
+          const picked = batch === 1 ? [await scripts.moveToFinished(finishes[0])] : await scripts.finishJobs(finishes, Date.now(), 30_000);
+          held = picked.map((pickup, i) => ({ jobId: pickup.job.id, token: finishes[i].next.token }));
+        }
+      });
+    }
+  } finally {
+    client.disconnect();
+    server.kill('SIGTERM');
+    await new Promise((resolve) => server.once('exit', resolve));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Dumps callgrind's counters and answers the instructions counted since the last zero. */
+function dump(dir, pid) {
+  execFileSync('callgrind_control', ['--dump', String(pid)], { stdio: 'ignore' });
+  const files = execFileSync('sh', ['-c', `ls -t ${dir}/cg.${pid}.* 2>/dev/null || true`]).toString().trim().split('\n').filter(Boolean);
+  const text = readFileSync(files[0], 'utf8');
+  return Number(/^(?:summary|totals): (\d+)/m.exec(text)[1]);
+}
+
+await main();
