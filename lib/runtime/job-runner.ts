@@ -43,8 +43,9 @@ const LANDED_EARLIER: Pickup = { job: undefined, nextDelayedAt: 0, rateLimitedFo
 
 /**
  * Runs one job from pickup to release: the processor, then moveToFinished-14 (with fetch-next when
- * asked; batched with the worker's other finishes by its FinishBatcher) or retryJob-12. While the finish is in flight the lock keeps being renewed; a finish that
- * fails for want of a connection is sent again until it lands or the lock is known lost.
+ * asked; batched with the worker's other finishes by its FinishBatcher) or retryJob-12. While the
+ * finish is in flight the lock keeps being renewed; a finish that fails for want of a connection
+ * is sent again until it lands or the lock is known lost.
  */
 export class JobRunner {
   constructor(
