@@ -1,6 +1,7 @@
 // What one phase cost the Redis server: CPU (INFO cpu, sys + user) and commands by name with the
-// time Redis spent in each (INFO commandstats calls and usec). A script's inner commands are counted under their own names beside the
-// EVALSHA that ran them, so "commands" is every command Redis executed, not round trips.
+// time Redis spent in each (INFO commandstats calls and usec). A script's inner commands are
+// counted under their own names beside the EVALSHA that ran them, so "commands" is every command
+// Redis executed, not round trips.
 
 function parseInfo(text) {
   const fields = {};

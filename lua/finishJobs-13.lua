@@ -21,8 +21,9 @@
   Why a batch: at concurrency > 1 jobs finish in bursts; one call per burst saves a script call,
   a round trip's encoding and a socket write per job, on both sides. The delayed-job check and
   the pause check run once per call, and the lock DELs, the stalled SREMs, the finished-set
-  ZADDs and the pops from wait are one command each per call (deferred.lua, popReady). Every job keeps its own lock
-  check: one job's -6 changes nothing for the others. A job whose finish failed takes no next job.
+  ZADDs and the pops from wait are one command each per call (deferred.lua, takeNextJobs).
+  Every job keeps its own lock check: one job's -6 changes nothing for the others. A job whose
+  finish failed takes no next job.
   The job's hash and lock keys are built from the prefix (like extendLocks-1 does): they carry
   the queue's {Q} hash tag, so they live in the slot of the declared KEYS.
 ]]
@@ -67,12 +68,11 @@ local nextDelayed, limitedFor = 0, 0
 if #tokens > 0 then
   nextDelayed = promoteDelayed(keys, prefix, tonumber(now), maxEvents)
   if rcall("HEXISTS", keys.meta, "paused") == 0 then
-    local deferred, taken = newDeferred()
-    taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration, deferred)
+    local taken
+    taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
     for i, job in ipairs(taken) do
       results[slots[i]], results[slots[i] + 1] = job[1], job[2]
     end
-    applyDeferred(keys.stalled, deferred)
   end
 end
 trimEvents(keys.events, maxEvents) -- the events above were added untrimmed

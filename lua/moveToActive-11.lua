@@ -13,7 +13,6 @@
 ]]
 local rcall = redis.call
 -- @include emitEvent
--- @include deferred
 -- @include pushReady
 -- @include promoteDelayed
 -- @include pickup
@@ -23,7 +22,4 @@ local keys = {
   limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8], meta = KEYS[9], pc = KEYS[10],
   marker = KEYS[11]
 }
-local deferred = newDeferred()
-local reply = pickup(keys, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7], true, deferred)
-applyDeferred(keys.stalled, deferred)
-return reply
+return pickup(keys, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7], true)

@@ -41,7 +41,4 @@ if code ~= 0 then return code end
 applyDeferred(keys.stalled, finished)
 
 if ARGV[9] ~= "1" then return { 0, {}, 0, 0 } end
-local taken = newDeferred()
-local reply = pickup(keys, prefix, ARGV[11], ARGV[12], now, maxEvents, tonumber(ARGV[14]), ARGV[15], false, taken)
-applyDeferred(keys.stalled, taken)
-return reply
+return pickup(keys, prefix, ARGV[11], ARGV[12], now, maxEvents, tonumber(ARGV[14]), ARGV[15], false)

@@ -185,12 +185,7 @@ export class Scripts {
     return finishes.map((f, i) => {
       const code = results[3 * i] as number;
       if (isErrorCode(code)) return new EchoMQError(code, f.jobId, SCRIPTS.finishJobs.fileName);
-      const jobId = results[3 * i + 1];
-      return {
-        job: jobId === 0 ? undefined : { id: String(jobId), fields: results[3 * i + 2] as string[] },
-        nextDelayedAt: Number(nextDelayedAt),
-        rateLimitedFor: Number(rateLimitedFor),
-      };
+      return parsePickup([results[3 * i + 1], results[3 * i + 2], nextDelayedAt, rateLimitedFor]);
     });
   }
 

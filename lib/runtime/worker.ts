@@ -259,4 +259,3 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     else console.error(`EchoMQ worker for queue ${this.name}:`, error);
   }
 }
-

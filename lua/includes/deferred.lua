@@ -1,6 +1,6 @@
--- newDeferred() and applyDeferred(stalledKey, deferred): writes a script gathers while it goes
--- and sends once at its end: one DEL for every lock it released, one SREM of the stalled set for
--- every job it released or took, one ZADD per finished set. A batch of N jobs (finishJobs-13)
+-- newDeferred() and applyDeferred(stalledKey, deferred): writes a script gathers while it releases
+-- jobs and sends once after: one DEL for every lock it released, one SREM of the stalled set for
+-- every job it released, one ZADD per finished set. A batch of N jobs (finishJobs-13)
 -- then costs these commands once instead of N times each; a single-job script sends the same
 -- commands as before, only later in the same call. Nothing in a script reads these keys after it
 -- gathered them (a released job is never taken again by the same call), so the order changes no

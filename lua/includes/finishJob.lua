@@ -5,7 +5,7 @@
 -- keys: { active, events }. job: { key, lockKey, id, token, target, value, stacktrace,
 -- keepCount, keepAgeMs }: target is "completed" (value = returnvalue JSON) or "failed" (value =
 -- failedReason, stacktrace = JSON array); keepCount -1 keeps all, 0 removes the job now.
--- now and maxEvents are the ARGV strings, written as they are.
+-- now and maxEvents are the ARGV strings, written as they are (maxEvents false: see emitEvent).
 -- Returns 0, or the code of releaseFromActive (-1, -2, -6, -3) with nothing changed.
 local function finishJob(keys, job, targetKey, prefix, now, maxEvents, deferred)
   local code = releaseFromActive(job.key, job.lockKey, keys.active, job.id, job.token, deferred)

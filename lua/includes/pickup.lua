@@ -17,15 +17,16 @@ local function popReady(keys, n)
   return ids
 end
 
--- takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, limiterMax, limiterDuration,
---   deferred): takes up to #tokens ready jobs into active and acquires each one's lock with its
--- token: SET <job>:lock <token> PX lockDuration (the seed's acquire), and counts the attempt in
--- ats, the job's fencing number. The caller has promoted due delayed jobs and checked that the
--- queue is not paused. now, lockDuration and maxEvents are the ARGV strings.
--- keys: { wait, active, prioritized, events, limiter, ... }.
+-- takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, limiterMax, limiterDuration):
+-- takes up to #tokens ready jobs into active and acquires each one's lock with its token:
+-- SET <job>:lock <token> PX lockDuration (the seed's acquire), and counts the attempt in ats, the
+-- job's fencing number; the jobs taken leave the stalled set in one SREM (a fresh owner is not
+-- stalled). The caller has promoted due delayed jobs and checked that the queue is not paused.
+-- now, lockDuration and maxEvents are the ARGV strings (maxEvents false: see emitEvent).
+-- keys: { wait, active, prioritized, events, stalled, limiter, ... }.
 -- Returns taken, rateLimitedForMs: taken[i] = { jobId, hash (flat, with the new ats and
 -- processedOn last) } holds tokens[i]; rateLimitedForMs > 0 when the limiter cut the pickup short.
-local function takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, limiterMax, limiterDuration, deferred)
+local function takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, limiterMax, limiterDuration)
   local want, limitedFor = #tokens, 0
   if limiterMax > 0 then
     local left = limiterMax - (tonumber(rcall("GET", keys.limiter)) or 0)
@@ -34,7 +35,7 @@ local function takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, 
       limitedFor = math.max(rcall("PTTL", keys.limiter), 1)
     end
   end
-  local taken = {}
+  local taken, takenIds = {}, {}
   -- A hash can be missing when a job was deleted behind the queue's back; such ids are dropped
   -- from active (with an event) and others taken in their place, instead of being handed to a
   -- worker as an empty job.
@@ -59,7 +60,7 @@ local function takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, 
         hash[#hash + 1] = ats
         hash[#hash + 1] = "processedOn"
         hash[#hash + 1] = now
-        deferred.unstall[#deferred.unstall + 1] = jobId
+        takenIds[#takenIds + 1] = jobId
         emitEvent(keys.events, maxEvents, "active", jobId)
         taken[#taken + 1] = { jobId, hash }
       else
@@ -68,22 +69,24 @@ local function takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, 
       end
     end
   end
-  if limiterMax > 0 and #taken > 0 and rcall("INCRBY", keys.limiter, #taken) == #taken then
+  if #taken == 0 then return taken, limitedFor end
+  rcall("SREM", keys.stalled, unpack(takenIds))
+  if limiterMax > 0 and rcall("INCRBY", keys.limiter, #taken) == #taken then
     rcall("PEXPIRE", keys.limiter, limiterDuration)
   end
   return taken, limitedFor
 end
 
 -- pickup(keys, prefix, token, lockDuration, now, maxEvents, limiterMax, limiterDuration,
---   passWakeUp, deferred): the shared body of moveToActive-11 and of the fetch-next step of
+--   passWakeUp): the shared body of moveToActive-11 and of the fetch-next step of
 -- moveToFinished-14. keys: { wait, active, prioritized, events, stalled, limiter, delayed, paused,
 -- meta, pc, marker }. Promotes due delayed jobs, then (unless paused or rate limited) takes the
 -- next ready job.
 -- Returns { jobId or 0, job hash as a flat array, next delayed timestamp or 0, ms rate limited or 0 }.
-local function pickup(keys, prefix, token, lockDuration, now, maxEvents, limiterMax, limiterDuration, passWakeUp, deferred)
+local function pickup(keys, prefix, token, lockDuration, now, maxEvents, limiterMax, limiterDuration, passWakeUp)
   local nextDelayed = promoteDelayed(keys, prefix, tonumber(now), maxEvents)
   if rcall("HEXISTS", keys.meta, "paused") == 1 then return { 0, {}, nextDelayed, 0 } end
-  local taken, limitedFor = takeNextJobs(keys, prefix, { token }, lockDuration, now, maxEvents, limiterMax, limiterDuration, deferred)
+  local taken, limitedFor = takeNextJobs(keys, prefix, { token }, lockDuration, now, maxEvents, limiterMax, limiterDuration)
   if #taken == 0 then return { 0, {}, nextDelayed, limitedFor } end
   -- A worker woken by the marker passes the wake-up on while ready work remains, so one
   -- marker for a batch of adds still wakes every blocked worker in turn. Fetch-next skips it:
