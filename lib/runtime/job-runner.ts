@@ -1,7 +1,8 @@
 import { v4 as uuid } from 'uuid';
 import { EchoMQError } from '../protocol/errors.js';
-import type { Finish, Pickup, Scripts } from '../protocol/scripts.js';
+import type { Finish, Scripts } from '../protocol/scripts.js';
 import type { FinishBatcher } from './finish-batcher.js';
+import { HandoverRecovery } from './handover-recovery.js';
 import { CorruptJobError, Job, type JobContext } from './job.js';
 import { LockLostError, type JobLock, type WorkerLocks } from './worker-locks.js';
 import { backoffDelay, keepRule } from './options.js';
@@ -21,7 +22,8 @@ export type Processor<Data = unknown, Result = unknown> = (job: Job<Data, Result
 /** A job just taken into active, with the token that holds its lock. */
 export interface ActiveJob {
   id: string;
-  fields: string[];
+  /** The job's hash: HGETALL's flat array (as the scripts return it) or its object form. */
+  fields: string[] | Record<string, string>;
   token: string;
   /** When the pickup that set the lock was sent (the lock is at least this fresh). */
   acquiredAt?: number;
@@ -38,8 +40,17 @@ export interface RunnerEvents {
 
 const STACKTRACE_LIMIT = 10;
 const FINISH_RETRY_MS = [100, 200, 500, 1000, 2000];
-/** What a finish answers when an earlier try had landed: its reply, and any job it took, are gone. */
-const LANDED_EARLIER: Pickup = { job: undefined, nextDelayedAt: 0, rateLimitedFor: 0 };
+/** What a finishing call answers when an earlier send of it had landed and its reply was lost. */
+const LANDED_EARLIER = Symbol('landed earlier');
+
+/** What a finishing script is asked to do, as far as judging a lost reply needs it. */
+interface Release {
+  outcome: 'completed' | 'failed' | 'retried';
+  /** The job's `atm` once this release lands: the release is the only writer of atm while we hold the lock. */
+  attemptsMade: number;
+  /** The finish may delete the job (removeOnComplete / removeOnFail with a count or an age). */
+  mayRemove: boolean;
+}
 
 /**
  * Runs one job from pickup to release: the processor, then moveToFinished-14 (with fetch-next when
@@ -48,6 +59,8 @@ const LANDED_EARLIER: Pickup = { job: undefined, nextDelayedAt: 0, rateLimitedFo
  * is sent again until it lands or the lock is known lost.
  */
 export class JobRunner {
+  private readonly handovers: HandoverRecovery;
+
   constructor(
     private readonly processor: Processor,
     private readonly scripts: Scripts,
@@ -56,7 +69,9 @@ export class JobRunner {
     private readonly lockDuration: number,
     private readonly finisher: Pick<FinishBatcher, 'finish'>,
     private readonly events: RunnerEvents,
-  ) {}
+  ) {
+    this.handovers = new HandoverRecovery(context.client, context.keys);
+  }
 
   /** Runs the job; returns the next job when fetch-next (`fetchNext()` true at finish) took one. */
   async run(active: ActiveJob, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
@@ -109,7 +124,7 @@ export class JobRunner {
       } catch (error) {
         return this.fail(job, lock, error as Error, fetchNext);
       }
-      const next = await this.finish(job, lock, 'completed', returnvalue, '', keepRule(job.opts.removeOnComplete), fetchNext);
+      const next = await this.finish(job, lock, 'completed', returnvalue, '', keepRule(job.opts.removeOnComplete), job.attemptsMade + 1, fetchNext);
       job.returnvalue = result;
       job.attemptsMade++;
       lock.release('completed');
@@ -129,50 +144,66 @@ export class JobRunner {
     job.attemptsMade = attemptsMade;
     if (retry) {
       const delay = backoffDelay(job.opts.backoff, attemptsMade);
-      await this.withRetries(job, lock, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), 'retried');
+      const release: Release = { outcome: 'retried', attemptsMade, mayRemove: false };
+      await this.withRetries(job, lock, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), release);
       lock.release('retried');
       this.events.failed(job, error, true);
       return undefined;
     }
-    const next = await this.finish(job, lock, 'failed', reason, stacktrace, keepRule(job.opts.removeOnFail), fetchNext);
+    const next = await this.finish(job, lock, 'failed', reason, stacktrace, keepRule(job.opts.removeOnFail), attemptsMade, fetchNext);
     lock.release('failed');
     this.events.failed(job, error, false);
     return next;
   }
 
-  /** moveToFinished-14 (or its batch form); with fetch-next, the job it took comes back with its fresh token. */
+  /**
+   * moveToFinished-14 (or its batch form); with fetch-next, the job it took comes back with its
+   * fresh token. Every send of one finish carries the same fetch-next token, so when a lost reply
+   * had handed a job over, that job is found by its lock and taken back (HandoverRecovery).
+   */
   private async finish(
     job: Job, lock: JobLock, outcome: Finish['outcome'], value: string, stacktrace: string,
-    [keepCount, keepAgeMs]: [number, number], fetchNext: () => boolean,
+    [keepCount, keepAgeMs]: [number, number], attemptsMade: number, fetchNext: () => boolean,
   ): Promise<ActiveJob | undefined> {
     const token = uuid();
-    let acquiredAt = Date.now();
-    const pickup: Pickup = await this.withRetries(job, lock, () => {
+    const firstSentAt = Date.now();
+    let acquiredAt = firstSentAt;
+    let askedForNext = false;
+    const release: Release = { outcome, attemptsMade, mayRemove: keepCount >= 0 || keepAgeMs > 0 };
+    const pickup = await this.withRetries(job, lock, () => {
       acquiredAt = Date.now();
       const next = fetchNext() ? { token, lockDuration: this.lockDuration } : undefined;
+      askedForNext ||= next !== undefined;
       return this.finisher.finish({ jobId: job.id, token: lock.token, timestamp: acquiredAt, outcome, value, stacktrace, keepCount, keepAgeMs, next });
-    }, outcome);
+    }, release);
+    if (pickup === LANDED_EARLIER) {
+      if (!askedForNext) return undefined;
+      // The lock was set by one of the sends: the first one's time is the oldest it can be.
+      const handedOver = await this.handovers.reclaim(token);
+      return handedOver ? { id: handedOver.id, fields: handedOver.fields, token, acquiredAt: firstSentAt } : undefined;
+    }
     return pickup.job ? { id: pickup.job.id, fields: pickup.job.fields, token, acquiredAt } : undefined;
   }
 
   /**
-   * Sends a finishing script until Redis answers. When an earlier try may have landed (its reply
-   * was lost with the connection), a -1/-2/-3 answer is checked against where the job is now.
+   * Sends a finishing script until Redis answers. An answer of -1, -2 or -3 may be this very call
+   * landing twice: the connection dropped with the reply, and ioredis (or this loop) sent it again.
+   * Any try can be such a resend, so each of those answers is checked against what Redis holds.
    */
-  private async withRetries<T>(job: Job, lock: JobLock, send: () => Promise<T>, outcome: string): Promise<T> {
+  private async withRetries<T>(job: Job, lock: JobLock, send: () => Promise<T>, release: Release): Promise<T | typeof LANDED_EARLIER> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await send();
       } catch (error) {
         if (error instanceof EchoMQError) {
-          if (attempt > 0 && (await this.landedEarlier(job, outcome))) return LANDED_EARLIER as T;
+          if (error.code !== -6 && (await this.landedEarlier(job, release))) return LANDED_EARLIER;
           throw error;
         }
         // A renewal that found no lock while this finish was in flight may have seen the finish's
-        // own DEL (the reply was lost, not the finish): ask where the job is before calling it lost.
+        // own DEL (the reply was lost, not the finish): ask Redis before calling the job lost.
         const lost = lock.lostCode;
         if (lost !== undefined) {
-          if (await this.landedEarlier(job, outcome)) return LANDED_EARLIER as T;
+          if (await this.landedEarlier(job, release)) return LANDED_EARLIER;
           throw new LockLostError(this.context.queueName, job.id, lost);
         }
         if (this.locks.isClosed || attempt >= FINISH_RETRY_MS.length * 4) throw error;
@@ -182,12 +213,15 @@ export class JobRunner {
     }
   }
 
-  private async landedEarlier(job: Job, outcome: string): Promise<boolean> {
-    // ats is the fencing number: if it moved on, another pickup owns what we see, not our finish.
-    const ats = await this.context.client.hget(this.context.keys.job(job.id), 'ats');
-    if (ats !== null && Number(ats) !== job.attemptsStarted) return false;
-    const state = await job.getState();
-    if (outcome === 'retried') return state === 'wait' || state === 'delayed' || state === 'prioritized' || state === 'paused';
-    return state === outcome || state === 'unknown';
+  /**
+   * Did an earlier send of this release land? Not judged by where the job is: a stalled sweep
+   * also puts a job back in wait, as a landed retry does. `ats` (the fencing number) unchanged
+   * says no pickup came since ours, and then only our release can have moved `atm` to the value
+   * it writes. A job whose hash is gone landed only if this release could delete it.
+   */
+  private async landedEarlier(job: Job, release: Release): Promise<boolean> {
+    const [ats, atm] = await this.context.client.hmget(this.context.keys.job(job.id), 'ats', 'atm');
+    if (ats === null) return release.mayRemove && release.outcome !== 'retried';
+    return Number(ats) === job.attemptsStarted && Number(atm ?? 0) === release.attemptsMade;
   }
 }
