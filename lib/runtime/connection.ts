@@ -40,6 +40,19 @@ export function connectBlocking(input: ConnectionInput | undefined): RedisClient
   return create(input);
 }
 
+/**
+ * The heartbeat's own connection, a duplicate of `source` (Redis or Cluster, same options): the
+ * LockManager's renewals go on it, so they never queue behind the bulk traffic of the shared one
+ * (an addBulk pipeline, a batch of finishes). Named `<source name or echomq>:heartbeat` in CLIENT LIST.
+ */
+export function connectRenewal(source: RedisClient): RedisClient {
+  if (source instanceof Cluster) {
+    const named = `${source.options.redisOptions?.connectionName ?? 'echomq'}:heartbeat`;
+    return quiet(source.duplicate([], { redisOptions: { ...source.options.redisOptions, connectionName: named } }) as RedisClient);
+  }
+  return quiet(source.duplicate({ ...RESILIENT, connectionName: `${source.options.connectionName ?? 'echomq'}:heartbeat` }) as RedisClient);
+}
+
 function create(input: RedisOptions | string | undefined): Redis {
   return quiet(typeof input === 'string' ? new Redis(input, RESILIENT) : new Redis({ ...input, ...RESILIENT }));
 }
