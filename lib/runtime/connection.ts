@@ -67,14 +67,30 @@ function quiet<T extends RedisClient>(client: T): T {
   return client;
 }
 
-/** Closes a connection EchoMQ owns; QUIT when it is up, else just drops it. */
-export async function closeClient(client: RedisClient): Promise<void> {
+/** How long closeClient waits for QUIT's answer by default before it drops the connection. */
+export const QUIT_WAIT_MS = 5000;
+
+/**
+ * Closes a connection EchoMQ owns; QUIT when it is up, else just drops it. A QUIT not answered
+ * within `withinMs` (Redis stopped or cut off while the socket stays open) drops the connection:
+ * a shutdown must never wait on a Redis that does not answer.
+ */
+export async function closeClient(client: RedisClient, withinMs = QUIT_WAIT_MS): Promise<void> {
   if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    dropClient(client);
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
   try {
-    if (client.status === 'ready') await client.quit();
-    else dropClient(client);
+    const quit = client.quit().then(() => true);
+    const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, Math.max(0, withinMs), false)));
+    // Dropped: the QUIT then fails, which the race has already taken as its handled answer.
+    if (!(await Promise.race([quit, late]))) dropClient(client);
   } catch {
     dropClient(client);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
