@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { LockManager, Queue, Worker } from '../lib/index.js';
+import { connectRenewal } from '../lib/runtime/connection.js';
 import { eventually, redisUrl, uniqueQueueName } from './support/redis.js';
 
 /** The addr= of every client named `name` in CLIENT LIST. */
@@ -54,5 +55,22 @@ describe('heartbeat isolation', () => {
     monitor.disconnect();
     await shared.quit();
     await admin.quit();
+  });
+});
+
+describe('the renewal connection of a Cluster', () => {
+  it('is a Cluster duplicate with the same options, named <name>:heartbeat', async () => {
+    const url = new URL(redisUrl());
+    const cluster = new Cluster([{ host: url.hostname, port: Number(url.port) }], { lazyConnect: true, redisOptions: { connectionName: 'app' } });
+    const renewal = connectRenewal(cluster);
+    try {
+      expect(renewal).toBeInstanceOf(Cluster);
+      expect(renewal).not.toBe(cluster);
+      expect((renewal as Cluster).options.redisOptions?.connectionName).toBe('app:heartbeat');
+      expect((renewal as Cluster).options.lazyConnect).toBe(true);
+    } finally {
+      renewal.disconnect();
+      cluster.disconnect();
+    }
   });
 });
