@@ -1,12 +1,16 @@
 // bench/locks: what the heartbeat costs a worker holding 100, 1,000 and 10,000 jobs.
 // One LockManager tick (extendLocks-1, chunked, one pipelined round trip) beside the same jobs
 // renewed with one extendLock-2 per job. On a private redis-server, so INFO commandstats and
-// INFO cpu count only this process's commands.
+// INFO cpu count only this process's commands. Then the heartbeat's round trip while a
+// 50,000-job addBulk runs on the connection the worker shares (as in a Nest configuration).
 //   npm run bench:locks            (builds dist/, then: node --expose-gc bench/locks.mjs)
+//   node bench/locks.mjs isolation (the last scenario only)
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { Keys, LockManager, Scripts } from '../dist/lib/index.js';
+import { Keys, LockManager, Queue, Scripts } from '../dist/lib/index.js';
 import { startRedis } from '../test/support/redis-process.js';
 import { snapshot } from './redis-meter.mjs';
+import { percentile } from './stats.mjs';
 
 const SIZES = [100, 1_000, 10_000];
 const TICKS = 5;
@@ -114,6 +118,72 @@ function heapPerTrackedJob(client) {
   return median(runs);
 }
 
+const BULK = 50_000;
+const ISOLATION_TICK_MS = 10;
+const IDLE_SAMPLES = 60;
+const BULK_RUNS = 5;
+
+/**
+ * The heartbeat round trip (renewed$ roundTripMs: the extendLocks-1 pipeline sent to its replies
+ * read) of a worker holding 100 jobs, its scripts on `shared`: first 60 ticks with nothing else
+ * on the connection, then every tick while five addBulk calls of 50,000 jobs run back to back on
+ * that same connection.
+ */
+async function heartbeatBesideBulk(url) {
+  const shared = new Redis(url, { maxRetriesPerRequest: null });
+  const name = 'bench-isolation';
+  const keys = new Keys(name);
+  const scripts = new Scripts(shared, keys, 1000);
+  const queue = new Queue(name, { connection: shared });
+  const pairs = await seed(shared, keys, 100, 'i');
+  await scripts.extendLock('warm', 'x', 1);
+  const lockManager = new LockManager();
+  const locks = lockManager.register({ workerId: 'bench', queue: name, scripts, lockDuration: LOCK_DURATION, lockRenewTime: ISOLATION_TICK_MS, heartbeatLateThreshold: 60_000 });
+  const handles = pairs.map(([jobId, token]) => locks.track(jobId, token, 1));
+  let sink;
+  lockManager.renewed$.subscribe((tick) => sink?.push(tick.roundTripMs));
+  const idle = async () => {
+    const rtts = (sink = []);
+    while (rtts.length < IDLE_SAMPLES) await new Promise((r) => setTimeout(r, ISOLATION_TICK_MS));
+    sink = undefined;
+    return { rtts };
+  };
+  const loaded = async () => {
+    const jobs = Array.from({ length: BULK }, (_, i) => ({ name: 'bulk', data: { i } }));
+    const rtts = (sink = []);
+    const loop = monitorEventLoopDelay({ resolution: 5 });
+    loop.enable();
+    const started = performance.now();
+    for (let run = 0; run < BULK_RUNS; run++) await queue.addBulk(jobs);
+    const bulkMs = (performance.now() - started) / BULK_RUNS;
+    loop.disable();
+    sink = undefined;
+    return { rtts, bulkMs, loopStallMs: loop.max / 1e6 };
+  };
+  try {
+    return { idle: await idle(), loaded: await loaded() };
+  } finally {
+    for (const handle of handles) handle.release('completed');
+    await lockManager.close();
+    await queue.close();
+    shared.disconnect();
+  }
+}
+
+function printIsolation({ idle, loaded }) {
+  const width = 52;
+  const cell = (value) => String(value).padStart(7);
+  const row = (label, { rtts }) => `| ${label.padEnd(width)} | ${String(rtts.length).padStart(5)} | ${[50, 90, 99].map((p) => cell(percentile(rtts, p))).join(' | ')} | ${String(Math.max(...rtts)).padStart(6)} |`;
+  console.log(`\nHeartbeat round trip (ms), 100 jobs held, a tick due every ${ISOLATION_TICK_MS} ms, the worker's scripts on one shared connection:`);
+  console.log(`| ${'load on the shared connection'.padEnd(width)} | ticks | RTT p50 | RTT p90 | RTT p99 |    max |`);
+  console.log(`|${'-'.repeat(width + 2)}|-------|---------|---------|---------|--------|`);
+  console.log(row('none', idle));
+  // The round trip includes any time the event loop was busy before it read the reply (building
+  // 50,000 jobs, reading their replies): that part is the same on any connection.
+  console.log(row(`${BULK_RUNS} addBulk of ${BULK.toLocaleString('en')} jobs (${Math.round(loaded.bulkMs)} ms each)`, loaded));
+  console.log(`Longest event-loop stall during the addBulk calls: ${Math.round(loaded.loopStallMs)} ms (a reply read after it waits that long on any connection).`);
+}
+
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
@@ -129,22 +199,32 @@ function table(rows) {
   return [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...body.map(line)].join('\n');
 }
 
-const redis = await startRedis();
-const client = new Redis(redis.url, { maxRetriesPerRequest: null });
-const admin = new Redis(redis.url);
-try {
+/** The renewal cost table (extendLocks-1 against extendLock-2 per job) and the heap per tracked job. */
+async function costs(client, admin, port) {
   if (!global.gc) console.warn('run with node --expose-gc for the heap figures');
   const rows = [];
   for (const n of SIZES) {
     rows.push(await batched(client, admin, n));
     rows.push(await perJob(client, admin, n));
   }
-  console.log(`lockDuration ${LOCK_DURATION} ms, ${TICKS} ticks measured per row, Node ${process.version}, private redis-server on port ${redis.port}\n`);
+  console.log(`lockDuration ${LOCK_DURATION} ms, ${TICKS} ticks measured per row, Node ${process.version}, private redis-server on port ${port}\n`);
   console.log(table(rows));
   const heap = heapPerTrackedJob(client);
   console.log(`\nNode heap per tracked job (LockManager entry, its AbortController and signal): ${heap.toFixed(0)} bytes; timers per worker: 1`);
+}
+
+const redis = await startRedis();
+const client = new Redis(redis.url, { maxRetriesPerRequest: null });
+const admin = new Redis(redis.url);
+try {
+  if (process.argv[2] !== 'isolation') await costs(client, admin, redis.port);
+  printIsolation(await heartbeatBesideBulk(redis.url));
 } finally {
   client.disconnect();
   admin.disconnect();
+  // The server's process handle is unref'd: with nothing else left, Node would end here with an
+  // unsettled top-level await (exit code 13) before the server has exited.
+  const alive = setInterval(() => undefined, 1000);
   await redis.stop();
+  clearInterval(alive);
 }

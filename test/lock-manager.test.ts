@@ -2,10 +2,11 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import {
   EchoMQOptionError, forQueue, forWorker, Keys, LockLostError, LockManager, Queue, Scripts, Worker,
-  type HeartbeatLateEvent, type LockEvent, type LockRenewalFailedEvent, type LockRenewedEvent,
+  type HeartbeatErrorEvent, type HeartbeatLateEvent, type LockEvent, type LockRenewalFailedEvent, type LockRenewedEvent,
 } from '../lib/index.js';
 import { eventually, newClient, redisUrl, sleep, uniqueQueueName } from './support/redis.js';
 import { startRedis } from './support/redis-process.js';
+import { Periodic } from '../lib/runtime/periodic.js';
 
 /** A processor that holds its job until the test lets it go (or its signal aborts). */
 function gate() {
@@ -157,10 +158,12 @@ describe('LockManager: the heartbeat', () => {
     const lockManager = new LockManager({ renewalChunkSize: 250 });
     const locks = lockManager.register({ workerId: 'w1', queue: name, scripts, lockDuration: 5000, lockRenewTime: 200, heartbeatLateThreshold: 1000 });
     const pipelines: number[] = [];
-    const realPipeline = client.pipeline.bind(client);
-    const spied = client as unknown as { pipeline: typeof client.pipeline };
-    spied.pipeline = ((...args: Parameters<typeof client.pipeline>) => {
-      const pipeline = realPipeline(...args);
+    // The ticks go on the LockManager's renewal connection (a duplicate of `client`), so every
+    // Redis instance's pipeline() is watched while this test runs.
+    const realPipeline = Redis.prototype.pipeline;
+    const spied = Redis.prototype as unknown as { pipeline: typeof client.pipeline };
+    spied.pipeline = (function (this: Redis, ...args: Parameters<typeof client.pipeline>) {
+      const pipeline = realPipeline.apply(this, args);
       const exec = pipeline.exec.bind(pipeline);
       pipeline.exec = (async () => {
         const replies = await exec();
@@ -179,7 +182,7 @@ describe('LockManager: the heartbeat', () => {
       for (const handle of handles) handle.release('completed');
       expect(lockManager.activeTimers).toBe(0);
     } finally {
-      delete (spied as { pipeline?: unknown }).pipeline; // back to the prototype's method
+      spied.pipeline = realPipeline;
       await lockManager.close();
     }
   });
@@ -251,6 +254,43 @@ describe('LockManager: the heartbeat', () => {
     await Promise.all(workers.map((worker) => worker.close()));
     await lockManager.close();
     await Promise.all(queues.map((queue) => queue.close()));
+  });
+});
+
+describe('Periodic parts report what a run throws', () => {
+  const client = newClient();
+  afterAll(() => client.quit());
+
+  it('Periodic hands a failed run to onError and keeps its cadence', async () => {
+    const errors: Error[] = [];
+    let runs = 0;
+    const periodic = new Periodic(30, async () => {
+      runs++;
+      throw new Error(`run ${runs} failed`);
+    }, (error) => errors.push(error));
+    periodic.start();
+    await eventually(() => errors.length >= 3, 2000, 'three failed runs reported');
+    await periodic.stop();
+    expect(errors.slice(0, 3).map((error) => error.message)).toEqual(['run 1 failed', 'run 2 failed', 'run 3 failed']);
+  });
+
+  it('a heartbeat tick that throws is reported on heartbeatError$, not skipped in silence', async () => {
+    const name = uniqueQueueName('tick-throws');
+    const keys = new Keys(name);
+    const scripts = new Scripts(client, keys, 1000);
+    scripts.extendLocksCall = () => { throw new Error('could not build the renewal'); };
+    const lockManager = new LockManager();
+    const errors = collect<HeartbeatErrorEvent>(lockManager.heartbeatError$);
+    const locks = lockManager.register({ workerId: 'w1', queue: name, scripts, lockDuration: 5000, lockRenewTime: 100, heartbeatLateThreshold: 1000 });
+    const handle = locks.track('1', 'token', 1);
+    try {
+      await eventually(() => errors.length >= 2, 3000, 'two failed ticks reported');
+      expect(errors[0]).toEqual(expect.objectContaining({ type: 'heartbeatError', queue: name, workerId: 'w1', jobCount: 1 }));
+      expect(errors[0].error.message).toBe('could not build the renewal');
+    } finally {
+      handle.release('completed');
+      await lockManager.close();
+    }
   });
 });
 

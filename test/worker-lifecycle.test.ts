@@ -262,3 +262,99 @@ describe('QueueEvents and waitUntilFinished', () => {
     await events.close();
   });
 });
+
+describe('Worker: pause() and resume() (this worker only)', () => {
+  it('pause() takes no new job, keeps renewing the running one, and resolves when it ended; resume() takes jobs again', async () => {
+    h = new Harness();
+    const client = newClient();
+    const g = gate();
+    const worker = h.worker(async (job) => { if (job.name === 'first') await g.wait(); return job.name; }, { lockDuration: 1000, lockRenewTime: 250 });
+    const events: string[] = [];
+    worker.on('paused', () => events.push('paused'));
+    worker.on('resumed', () => events.push('resumed'));
+    const first = await h.queue.add('first', {});
+    await eventually(() => worker.runningCount === 1);
+    expect([worker.isRunning(), worker.isPaused()]).toEqual([true, false]);
+    let paused = false;
+    const pausing = worker.pause().then(() => (paused = true));
+    expect([worker.isRunning(), worker.isPaused(), worker.status]).toEqual([true, true, 'paused']);
+    await h.queue.add('second', {});
+    await sleep(1500); // past lockDuration: only the heartbeat keeps the first job's lock
+    expect(paused).toBe(false);
+    expect(await client.exists(h.queue.keys.lock(first.id))).toBe(1);
+    const firstDone = collect(worker, 'completed', 1);
+    g.release();
+    await pausing;
+    expect((await firstDone)[0].name).toBe('first');
+    await sleep(300);
+    expect(await h.queue.getJobCounts('wait', 'active', 'completed')).toEqual({ wait: 1, active: 0, completed: 1 });
+    const secondDone = collect(worker, 'completed', 1);
+    worker.resume();
+    expect((await secondDone)[0].name).toBe('second');
+    expect(events).toEqual(['paused', 'resumed']);
+    await client.quit();
+  });
+
+  it('a paused worker blocked on an empty queue wakes when resumed, and takes what was added meanwhile', async () => {
+    h = new Harness();
+    const worker = h.worker(async (job) => job.name, { drainDelay: 30 });
+    await worker.waitUntilReady();
+    await sleep(200); // idle: blocked on the marker
+    await worker.pause();
+    await h.queue.add('meanwhile', {});
+    await sleep(500);
+    expect(await h.queue.getJobCounts('wait', 'completed')).toEqual({ wait: 1, completed: 0 });
+    const done = collect(worker, 'completed', 1);
+    worker.resume();
+    expect((await done)[0].name).toBe('meanwhile');
+    // Paused and resumed while idle, with nothing added meanwhile: a job added later still wakes it.
+    await worker.pause();
+    worker.resume();
+    const later = collect(worker, 'completed', 1);
+    await h.queue.add('later', {});
+    expect((await later)[0].name).toBe('later');
+  });
+
+  it('pause(true) does not wait; close() while paused waits for the running job and closes', async () => {
+    h = new Harness();
+    const g = gate();
+    const worker = h.worker(async () => { await g.wait(); return 'done'; });
+    await h.queue.add('running', {});
+    await eventually(() => worker.runningCount === 1);
+    await worker.pause(true);
+    expect(worker.runningCount).toBe(1);
+    const done = collect(worker, 'completed', 1);
+    const closing = worker.close();
+    expect(worker.isRunning()).toBe(false);
+    g.release();
+    await closing;
+    expect((await done)[0].name).toBe('running');
+    expect(worker.status).toBe('closed');
+    worker.resume(); // nothing to resume once closed
+    expect(worker.status).toBe('closed');
+  });
+});
+
+describe("Worker: 'stalled' listeners", () => {
+  it('a throwing stalled listener is reported, and every other stalled job is still announced', async () => {
+    h = new Harness();
+    const client = newClient();
+    const jobs = await h.queue.addBulk([{ name: 'a', data: 0 }, { name: 'b', data: 0 }]);
+    // As a crashed worker leaves them: active, seen by a previous sweep, no lock.
+    for (let moved = 0; moved < jobs.length; moved++) await client.lmove(h.queue.keys.wait, h.queue.keys.active, 'RIGHT', 'LEFT');
+    await client.sadd(h.queue.keys.stalled, ...jobs.map((job) => job.id));
+    const worker = h.worker(async () => 'recovered', { autorun: false, stalledInterval: 60_000 });
+    const announced: string[] = [];
+    worker.on('stalled', (jobId) => {
+      announced.push(jobId);
+      throw new Error(`listener failed on ${jobId}`);
+    });
+    const done = collect(worker, 'completed', 2);
+    void worker.run();
+    await done;
+    expect(announced.sort()).toEqual(jobs.map((job) => job.id).sort());
+    expect(h.errors.map((error) => error.message).sort()).toEqual(jobs.map((job) => `listener failed on ${job.id}`).sort());
+    h.errors.length = 0;
+    await client.quit();
+  });
+});

@@ -5,7 +5,7 @@ import type { JobOptions, QueueOptions, WorkerOptions } from '../runtime/options
 /** The worker settings a root configuration or a @Processor may set (runtime defaults otherwise). */
 export type WorkerDefaults = Pick<WorkerOptions,
   'concurrency' | 'lockDuration' | 'lockRenewTime' | 'stalledInterval' | 'maxStalledCount' |
-  'drainDelay' | 'limiter' | 'heartbeatLateThreshold' | 'maxEvents'>;
+  'drainDelay' | 'limiter' | 'heartbeatLateThreshold' | 'maxEvents' | 'closeTimeout'>;
 
 /** Options of one root configuration (forRoot / forRootAsync): one Redis, one prefix. */
 export interface EchoMQRootOptions {

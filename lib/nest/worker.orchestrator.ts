@@ -54,7 +54,11 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
     return this.workers;
   }
 
-  /** Drains the workers: they stop fetching and finish their running jobs. */
+  /**
+   * Drains the workers: they stop fetching and finish their running jobs, each within its
+   * closeTimeout (past it a worker gives its jobs up and logs a CloseTimeoutError), so a Redis
+   * that stops answering cannot hold app.close() forever.
+   */
   async onModuleDestroy(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.workers.values()].map((worker) => worker.close()));

@@ -40,6 +40,19 @@ export function connectBlocking(input: ConnectionInput | undefined): RedisClient
   return create(input);
 }
 
+/**
+ * The heartbeat's own connection, a duplicate of `source` (Redis or Cluster, same options): the
+ * LockManager's renewals go on it, so they never queue behind the bulk traffic of the shared one
+ * (an addBulk pipeline, a batch of finishes). Named `<source name or echomq>:heartbeat` in CLIENT LIST.
+ */
+export function connectRenewal(source: RedisClient): RedisClient {
+  if (source instanceof Cluster) {
+    const named = `${source.options.redisOptions?.connectionName ?? 'echomq'}:heartbeat`;
+    return quiet(source.duplicate([], { redisOptions: { ...source.options.redisOptions, connectionName: named } }) as RedisClient);
+  }
+  return quiet(source.duplicate({ ...RESILIENT, connectionName: `${source.options.connectionName ?? 'echomq'}:heartbeat` }) as RedisClient);
+}
+
 function create(input: RedisOptions | string | undefined): Redis {
   return quiet(typeof input === 'string' ? new Redis(input, RESILIENT) : new Redis({ ...input, ...RESILIENT }));
 }
@@ -54,14 +67,30 @@ function quiet<T extends RedisClient>(client: T): T {
   return client;
 }
 
-/** Closes a connection EchoMQ owns; QUIT when it is up, else just drops it. */
-export async function closeClient(client: RedisClient): Promise<void> {
+/** How long closeClient waits for QUIT's answer by default before it drops the connection. */
+export const QUIT_WAIT_MS = 5000;
+
+/**
+ * Closes a connection EchoMQ owns; QUIT when it is up, else just drops it. A QUIT not answered
+ * within `withinMs` (Redis stopped or cut off while the socket stays open) drops the connection:
+ * a shutdown must never wait on a Redis that does not answer.
+ */
+export async function closeClient(client: RedisClient, withinMs = QUIT_WAIT_MS): Promise<void> {
   if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    dropClient(client);
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
   try {
-    if (client.status === 'ready') await client.quit();
-    else dropClient(client);
+    const quit = client.quit().then(() => true);
+    const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, Math.max(0, withinMs), false)));
+    // Dropped: the QUIT then fails, which the race has already taken as its handled answer.
+    if (!(await Promise.race([quit, late]))) dropClient(client);
   } catch {
     dropClient(client);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -1,6 +1,7 @@
 import type { RedisClient } from '../protocol/script.js';
 import { dropClient } from './connection.js';
 import type { Pickup, Scripts } from '../protocol/scripts.js';
+import { Sleeper } from './sleeper.js';
 
 /**
  * How a worker gets its next job: moveToActive-11 on the shared connection, and when nothing is
@@ -13,8 +14,12 @@ import type { Pickup, Scripts } from '../protocol/scripts.js';
  * time fires it up to 100 ms late. A block outlived by the timer is kept and reused by the next
  * wait rather than sent again behind itself; a marker it pops while nobody waits is put back,
  * so the wake-up still reaches an idle worker.
+ *
+ * Every wait ends at interrupt(): the rate-limit window too (an hourly limiter would otherwise
+ * hold a closing worker for up to an hour).
  */
 export class Fetcher {
+  private readonly sleeper = new Sleeper();
   private interrupted = false;
   private block?: Promise<unknown>;
   private waiting = false;
@@ -35,7 +40,7 @@ export class Fetcher {
   async waitForWork(pickup: Pickup): Promise<void> {
     if (this.interrupted) return;
     if (pickup.rateLimitedFor > 0) {
-      await new Promise((resolve) => setTimeout(resolve, pickup.rateLimitedFor));
+      await this.sleeper.sleep(pickup.rateLimitedFor);
       return;
     }
     let untilDue = Infinity;
@@ -55,9 +60,10 @@ export class Fetcher {
     }
   }
 
-  /** Ends a block in progress by closing the blocking connection (the worker is closing). */
+  /** Ends a wait in progress, and every later one at once (the worker is closing): drops the blocking connection. */
   interrupt(): void {
     this.interrupted = true;
+    this.sleeper.wake();
     dropClient(this.blockingClient);
   }
 

@@ -5,7 +5,8 @@ import type {
   HeartbeatErrorEvent, HeartbeatLateEvent, JobStalledEvent, LockAcquiredEvent, LockEvent,
   LockReleasedEvent, LockRenewalFailedEvent, LockRenewedEvent,
 } from './lock-events.js';
-import { WorkerLocks, type LockEmitter, type LockHolder } from './worker-locks.js';
+import { RenewalConnections } from './renewal-connections.js';
+import { validateHolder, WorkerLocks, type LockEmitter, type LockHolder } from './worker-locks.js';
 
 export { LockLostError, WorkerLocks, validateHolder, type JobLock, type LockHolder } from './worker-locks.js';
 
@@ -21,7 +22,9 @@ export interface LockManagerOptions {
 /**
  * LockManager: the heartbeat of one or many workers. Each registered worker gets exactly one
  * timer, running only while it holds jobs; each tick renews every job it holds with extendLocks-1
- * (chunked, one pipelined round trip). The lock lifecycle comes out as RxJS observables; events
+ * (chunked, one pipelined round trip) on a renewal connection of the LockManager's own: one per
+ * connection its workers share, made at the first tick, dropped when the last worker on it leaves
+ * or the LockManager closes. The lock lifecycle comes out as RxJS observables; events
  * are emitted after the tick's commands are sent, so subscribing late, not at all, or slowly
  * never holds a renewal back.
  */
@@ -34,6 +37,7 @@ export class LockManager {
   private readonly heartbeatLate = new Subject<HeartbeatLateEvent>();
   private readonly heartbeatError = new Subject<HeartbeatErrorEvent>();
   private readonly workers = new Map<string, WorkerLocks>();
+  private readonly renewalConnections = new RenewalConnections();
   private readonly chunkSize: number;
 
   /** A job's lock was acquired (pickup or fetch-next). */
@@ -65,7 +69,9 @@ export class LockManager {
   /** Registers a worker (its timing is validated); its locks are tracked through the handle returned. */
   register(holder: LockHolder): WorkerLocks {
     if (this.workers.has(holder.workerId)) throw new Error(`worker ${holder.workerId} is already registered with this LockManager`);
-    const locks = new WorkerLocks(holder, this.chunkSize, this.emitter(), () => this.workers.delete(holder.workerId));
+    validateHolder(holder); // before it takes a share of a renewal connection
+    const lease = this.renewalConnections.join(holder.scripts.client);
+    const locks = new WorkerLocks(holder, this.chunkSize, this.emitter(), lease, () => this.workers.delete(holder.workerId));
     this.workers.set(holder.workerId, locks);
     return locks;
   }
@@ -83,6 +89,11 @@ export class LockManager {
     return total;
   }
 
+  /** How many renewal connections are open now (at most one per connection its workers share). */
+  get renewalConnectionCount(): number {
+    return this.renewalConnections.openCount;
+  }
+
   /** How many heartbeat timers are running now (at most one per registered worker). */
   get activeTimers(): number {
     let count = 0;
@@ -97,9 +108,10 @@ export class LockManager {
     for (const moved of result.movedToFailed) this.stalled.next({ type: 'stalled', queue, workerId, at, ...moved, movedTo: 'failed' });
   }
 
-  /** Stops every worker's timer and completes the observables. */
+  /** Stops every worker's timer, drops the renewal connections and completes the observables. */
   async close(): Promise<void> {
     await Promise.all([...this.workers.values()].map((locks) => locks.close()));
+    this.renewalConnections.closeAll();
     for (const subject of [this.acquired, this.released, this.renewed, this.renewalFailed, this.stalled, this.heartbeatLate, this.heartbeatError]) {
       subject.complete();
     }

@@ -4,6 +4,7 @@ import { DEFAULT_PREFIX } from '../protocol/keys.js';
 import type { RateLimit } from '../protocol/scripts.js';
 import type { ConnectionInput } from './connection.js';
 import { DEFAULT_MAX_DATA_BYTES } from './serialize.js';
+import { MAX_TIMER_MS } from './sleeper.js';
 
 /** How long to wait before each retry of a failed job. */
 export type BackoffOptions =
@@ -73,6 +74,12 @@ export interface WorkerOptions {
   /** Warn on heartbeatLate$ when a tick fires this many ms late. Default min(1000, lockRenewTime / 4). */
   heartbeatLateThreshold?: number;
   maxEvents?: number;
+  /**
+   * The longest close() takes, in ms, waiting for running jobs included. Past it the worker gives
+   * up what is left as close(true) does (signals aborted, locks left to lapse, connections dropped)
+   * and says so with an 'error' (a CloseTimeoutError). `Infinity`: no bound. Default 30,000.
+   */
+  closeTimeout?: number;
 }
 
 export const DEFAULTS = {
@@ -84,6 +91,9 @@ export const DEFAULTS = {
   stalledInterval: 30_000,
   maxStalledCount: 1,
   drainDelay: 5,
+  // The usual grace a process supervisor gives a stopping process before it kills it
+  // (Kubernetes' terminationGracePeriodSeconds, systemd's TimeoutStopSec are both about that).
+  closeTimeout: 30_000,
   // The prioritized score is priority * 2^32 + a counter; below 2^21 it stays under 2^53, an exact double.
   maxPriority: 2 ** 21 - 1,
 } as const;
@@ -102,6 +112,8 @@ export interface ResolvedWorkerOptions {
   limiter?: RateLimit;
   heartbeatLateThreshold: number;
   maxEvents: number;
+  /** ms, or Infinity for no bound. */
+  closeTimeout: number;
 }
 
 /** PROTOCOL.md's rule: a heartbeat at or over the lock's TTL lets every lock lapse. */
@@ -140,7 +152,16 @@ export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOp
     limiter,
     heartbeatLateThreshold: positiveNumber(opts.heartbeatLateThreshold, 'heartbeatLateThreshold', Math.min(1000, lockRenewTime / 4)),
     maxEvents: positiveInt(opts.maxEvents, 'maxEvents', DEFAULTS.maxEvents),
+    closeTimeout: closeTimeoutOf(opts.closeTimeout),
   };
+}
+
+/** A whole number of ms above 0 that a timer can hold, or Infinity. */
+function closeTimeoutOf(value: number | undefined): number {
+  if (value === Infinity) return value;
+  const ms = positiveInt(value, 'closeTimeout', DEFAULTS.closeTimeout);
+  if (ms > MAX_TIMER_MS) throw new EchoMQOptionError('closeTimeout', `is ${ms} ms; the longest is ${MAX_TIMER_MS} (about 24.8 days), or Infinity for no bound`);
+  return ms;
 }
 
 export interface ResolvedQueueOptions {

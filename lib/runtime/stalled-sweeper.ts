@@ -18,13 +18,14 @@ export class StalledSweeper {
     private readonly scripts: Scripts,
     private readonly settings: SweeperSettings,
     private readonly onSwept: (result: SweepResult) => void,
-    private readonly onError: (error: Error) => void,
+    /** A sweep that failed (Redis unreachable, a script error); the next one is due an interval later. */
+    onError: (error: Error) => void,
   ) {
     // Each try is timed to the moment the stalled-check guard expires (its PTTL, read after the
     // try), whoever set it: sweeps then follow each other every stalledInterval with no drift, so a
     // lapsed lock is found within lockDuration + stalledInterval. A fixed timer would find its own
     // guard alive by a few ms and sweep only every second interval.
-    this.periodic = new Periodic(settings.stalledInterval, () => this.sweepSafely());
+    this.periodic = new Periodic(settings.stalledInterval, () => this.sweepAndTime(), onError);
   }
 
   /** Starts sweeping; the first sweep runs at once (it finds what a crashed worker left). */
@@ -45,15 +46,11 @@ export class StalledSweeper {
     return result;
   }
 
-  /** One try; answers when the next is due: 1 ms after the guard expires. */
-  private async sweepSafely(): Promise<number | void> {
-    try {
-      await this.sweep();
-      const guardLeft = await this.scripts.client.pttl(this.scripts.keys.stalledCheck);
-      if (guardLeft > 0) return guardLeft + 1;
-      if (guardLeft === -2) return 1; // expired between the two calls: try again at once
-    } catch (error) {
-      this.onError(error as Error);
-    }
+  /** One try; answers when the next is due: 1 ms after the guard expires. What it throws goes to onError. */
+  private async sweepAndTime(): Promise<number | void> {
+    await this.sweep();
+    const guardLeft = await this.scripts.client.pttl(this.scripts.keys.stalledCheck);
+    if (guardLeft > 0) return guardLeft + 1;
+    if (guardLeft === -2) return 1; // expired between the two calls: try again at once
   }
 }

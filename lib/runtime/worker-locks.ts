@@ -9,6 +9,7 @@ import type {
 } from './lock-events.js';
 import { assertRenewBelowLock } from './options.js';
 import { Periodic } from './periodic.js';
+import type { RenewalLease } from './renewal-connections.js';
 
 /** Why a job's signal was aborted: its lock lapsed (-2) or another token holds it (-6). */
 export class LockLostError extends Error {
@@ -118,27 +119,36 @@ class TrackedJob implements JobLock {
 
 /**
  * One worker's tracked jobs and its one heartbeat timer. The timer runs only while the worker
- * holds jobs; each tick sends every renewal (extendLocks-1, chunked) in one pipelined round trip,
- * and only then lets subscribers see anything, so no subscriber can hold a renewal back.
+ * holds jobs; each tick sends every renewal (extendLocks-1, chunked) in one pipelined round trip
+ * on the LockManager's renewal connection (never the worker's shared one, where bulk traffic
+ * would hold it back), and only then lets subscribers see anything, so no subscriber can hold a
+ * renewal back either.
  */
 export class WorkerLocks {
   private readonly jobs = new Map<string, TrackedJob>();
   private readonly heartbeat: Periodic;
   private closed = false;
+  private unregistered = false;
 
   constructor(
     readonly holder: LockHolder,
     private readonly chunkSize: number,
     private readonly emit: LockEmitter,
+    private readonly renewal: RenewalLease,
     private readonly onClose: () => void,
   ) {
     validateHolder(holder);
-    this.heartbeat = new Periodic(holder.lockRenewTime, (lateBy) => this.tick(lateBy));
+    this.heartbeat = new Periodic(holder.lockRenewTime, (lateBy) => this.tick(lateBy), (error) => this.tickFailed(error));
   }
 
   /** How many jobs it holds now. */
   get size(): number {
     return this.jobs.size;
+  }
+
+  /** The ids of the jobs it holds now. */
+  get jobIds(): string[] {
+    return [...this.jobs.keys()];
   }
 
   /** True once the worker closed its locks: nothing is renewed any more. */
@@ -172,13 +182,30 @@ export class WorkerLocks {
     for (const job of this.jobs.values()) job.abort(reason);
   }
 
-  /** Stops the timer, forgets every job and unregisters the worker. */
+  /** Stops the timer, waits for a tick in flight, forgets every job and unregisters the worker. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await this.heartbeat.stop();
+    this.unregister();
+  }
+
+  /**
+   * Closes at once, without waiting for a tick in flight (Redis does not answer): every job is
+   * forgotten, its lock left to lapse so another worker retries it, and the worker unregistered.
+   */
+  abandon(): void {
+    this.closed = true;
+    void this.heartbeat.stop();
+    this.unregister();
+  }
+
+  private unregister(): void {
+    if (this.unregistered) return;
+    this.unregistered = true;
     for (const job of [...this.jobs.values()]) this.drop(job, 'closed');
     this.onClose();
+    this.renewal.leave();
   }
 
   /** @internal True while `job` is the ownership this worker renews for its id. */
@@ -219,7 +246,7 @@ export class WorkerLocks {
       calls.push(scripts.extendLocksCall(jobs.slice(i, i + this.chunkSize).map((job) => [job.jobId, job.token]), lockDuration));
     }
     const sentAt = Date.now();
-    const inFlight = runPipelined(scripts.client, calls);
+    const inFlight = runPipelined(this.renewal.client(), calls);
     // The renewals are on the wire; now subscribers may run.
     if (lateByMs > heartbeatLateThreshold) {
       this.emit.heartbeatLate({ type: 'heartbeatLate', queue, workerId, at: firedAt, lateByMs, marginMs: oldest + lockDuration - firedAt, lockDuration, jobCount: jobs.length });
@@ -228,11 +255,18 @@ export class WorkerLocks {
     try {
       replies = await inFlight;
     } catch (error) {
-      this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at: Date.now(), error: error as Error, jobCount: jobs.length });
+      // Given up (abandon() dropped the connection): nobody is owed a report about these jobs.
+      if (!this.unregistered) this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at: Date.now(), error: error as Error, jobCount: jobs.length });
       return;
     }
     const roundTripMs = Date.now() - sentAt;
     this.apply(jobs, replies, sentAt, roundTripMs, firedAt);
+  }
+
+  /** A tick that threw (not a Redis error, which tick() reports itself): the heartbeat skipped, so say so. */
+  private tickFailed(error: Error): void {
+    const { queue, workerId } = this.holder;
+    this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at: Date.now(), error, jobCount: this.jobs.size });
   }
 
   /** Reads a tick's replies: renewed jobs get a fresh renewedAt, lost ones are let go. */

@@ -4,6 +4,7 @@ import { Keys } from '../protocol/keys.js';
 import { assertQueueName } from '../protocol/names.js';
 import type { RedisClient } from '../protocol/script.js';
 import { Scripts } from '../protocol/scripts.js';
+import { CloseTimeoutError } from './close-timeout-error.js';
 import { closeClient, connect, connectBlocking, dropClient } from './connection.js';
 import { Fetcher } from './fetcher.js';
 import { FinishBatcher } from './finish-batcher.js';
@@ -12,10 +13,14 @@ import { JobRunner, type ActiveJob, type Processor } from './job-runner.js';
 import { LockManager, type WorkerLocks } from './lock-manager.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { evictionPolicyWarning, redisVersionError } from './redis-health.js';
+import { Sleeper } from './sleeper.js';
 import { StalledSweeper } from './stalled-sweeper.js';
+
+export { CloseTimeoutError } from './close-timeout-error.js';
 
 /** The events a Worker emits, with their arguments. */
 export interface WorkerEvents {
+  /** Both connections (the shared one and the blocking one) answered a PING, after run(). */
   ready: [];
   active: [job: Job];
   completed: [job: Job, result: unknown];
@@ -28,9 +33,14 @@ export interface WorkerEvents {
   stalled: [jobId: string, movedTo: 'wait' | 'failed'];
   /** The queue had no ready job left for this worker. */
   drained: [];
+  /** A Redis call, a sweep or a listener failed; also a close that ran past closeTimeout (CloseTimeoutError). */
   error: [error: Error];
   /** Something about the setup risks jobs (e.g. a maxmemory-policy other than noeviction); checked at start. */
   warning: [message: string];
+  /** pause() took effect: this worker takes no new job. */
+  paused: [];
+  /** resume() took effect: this worker takes jobs again. */
+  resumed: [];
   closing: [];
   closed: [];
 }
@@ -40,8 +50,20 @@ export interface WorkerConstructorOptions extends WorkerOptions {
   lockManager?: LockManager;
 }
 
-/** The lifecycle, one value: created → running → closing → closed. */
-export type WorkerState = 'created' | 'running' | 'closing' | 'closed';
+/** The lifecycle, one value: created → running ⇄ paused → closing → closed (close() from any of the first three). */
+export type WorkerState = 'created' | 'running' | 'paused' | 'closing' | 'closed';
+
+/** Every move the lifecycle may make; any other is a bug, and throws. */
+const TRANSITIONS: Readonly<Record<WorkerState, readonly WorkerState[]>> = {
+  created: ['running', 'closing'],
+  running: ['paused', 'closing'],
+  paused: ['running', 'closing'],
+  closing: ['closed'],
+  closed: [],
+};
+
+/** A worker event other than 'error' (which has its own path, reportError). */
+type PlainEvent = Exclude<keyof WorkerEvents, 'error'>;
 
 /**
  * Worker: takes jobs from a queue and runs them through a processor, `concurrency` at a time.
@@ -64,10 +86,19 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private readonly runner: JobRunner;
   private readonly finisher: FinishBatcher;
   private state: WorkerState = 'created';
+  /**
+   * Every wait of the worker sleeps here (a free slot, resume, running jobs ending, the error
+   * backoff), each in a loop over its condition; every change that may end a wait wakes it:
+   * a transition, a slot freed, close(true).
+   */
+  private readonly sleeper = new Sleeper();
   private running = 0;
-  private slotFreed?: () => void;
+  /** A moveToActive is in flight: a job it takes will run, so pause() waits for it too. */
+  private fetching = false;
   private loop?: Promise<void>;
   private closing?: Promise<void>;
+  /** What close() waits for now, named by a CloseTimeoutError if the time runs out. */
+  private closeStep = 'nothing';
   private idleEmitted = true;
   private forced = false;
 
@@ -92,8 +123,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.fetcher = new Fetcher(this.scripts, this.blockingClient, lockDuration, this.options.drainDelay);
     this.sweeper = new StalledSweeper(this.scripts, this.options, (result) => {
       this.lockManager.reportStalled(name, this.id, result);
-      for (const { jobId } of result.movedToWait) this.emit('stalled', jobId, 'wait');
-      for (const { jobId } of result.movedToFailed) this.emit('stalled', jobId, 'failed');
+      for (const { jobId } of result.movedToWait) this.emitSafely('stalled', jobId, 'wait');
+      for (const { jobId } of result.movedToFailed) this.emitSafely('stalled', jobId, 'failed');
     }, (error) => this.reportError(error));
     const context: JobContext = {
       queueName: name, keys: this.keys, scripts: this.scripts, client,
@@ -119,14 +150,24 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     return this.running;
   }
 
+  /** True from run() until close() begins, paused or not. */
+  isRunning(): boolean {
+    return this.state === 'running' || this.state === 'paused';
+  }
+
+  /** True while pause() holds this worker. */
+  isPaused(): boolean {
+    return this.state === 'paused';
+  }
+
   /** Starts fetching (when autorun is false); resolves when the worker has closed. */
   run(): Promise<void> {
     if (this.state === 'created') {
-      this.state = 'running';
+      this.moveTo('running');
       this.sweeper.start();
       this.loop = this.fetchLoop();
+      void this.announceReady();
       void this.warnAboutRedis();
-      this.emit('ready');
     }
     return this.closed();
   }
@@ -137,44 +178,121 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   }
 
   /**
+   * This worker only (the queue goes on for the others; Queue.pause() pauses the queue): it takes
+   * no new job, and keeps running and renewing the ones it has. Resolves when those have ended,
+   * or at once with `doNotWaitActive`. Does nothing unless the worker is running (not before run(),
+   * not while closing).
+   */
+  async pause(doNotWaitActive = false): Promise<void> {
+    if (this.state === 'running') {
+      this.moveTo('paused');
+      this.emitSafely('paused');
+    }
+    if (doNotWaitActive) return;
+    while (this.state === 'paused' && !this.forced && (this.running > 0 || this.fetching)) await this.sleeper.sleep(Infinity);
+  }
+
+  /** Ends a pause(): the worker takes jobs again at once. Does nothing unless it is paused. */
+  resume(): void {
+    if (this.state !== 'paused') return;
+    this.moveTo('running');
+    this.emitSafely('resumed');
+  }
+
+  /**
    * Stops fetching, waits for the running jobs (their locks still renewed), then stops the
    * heartbeat and the sweep and closes the connections it owns. `force` does not wait: running
    * jobs' signals are aborted and their locks left to lapse, so another worker retries them.
+   * Either way it takes at most `closeTimeout` ms: past it the worker gives up what is left as
+   * close(true) does, and reports a CloseTimeoutError on 'error'.
    */
   close(force = false): Promise<void> {
-    if (force && !this.forced && this.closing) {
-      // A close() already waits for the running jobs: close(true) now cuts that wait short.
+    if (force && !this.forced) {
       this.forced = true;
-      this.locks.abortAll(new Error(`worker ${this.id} closed without waiting for its jobs`));
-      this.slotFreed?.();
+      // A close() already waits for the running jobs: close(true) now cuts that wait short.
+      if (this.closing) this.giveUpJobs(new Error(`worker ${this.id} closed without waiting for its jobs`));
     }
-    if (force) this.forced = true;
-    this.closing ??= this.shutdown(force);
+    this.closing ??= this.shutdown();
     return this.closing;
   }
 
-  private async shutdown(force: boolean): Promise<void> {
-    const wasRunning = this.state === 'running';
-    this.state = 'closing';
-    this.emit('closing');
+  private async shutdown(): Promise<void> {
+    const started = this.state !== 'created';
+    this.moveTo('closing');
+    this.emitSafely('closing');
+    const deadline = new Sleeper();
+    const drained = this.drain(started).then(() => true, (error: Error) => {
+      this.reportError(error);
+      return true;
+    });
+    const inTime = await Promise.race([drained, deadline.sleep(this.options.closeTimeout).then(() => false)]);
+    deadline.wake();
+    if (!inTime) this.abandon();
+    this.moveTo('closed');
+    this.emitSafely('closed');
+  }
+
+  /** The orderly close: each step may wait on Redis, which is why shutdown() bounds it. */
+  private async drain(started: boolean): Promise<void> {
     this.finisher.flush(); // finishes of this turn go now, not after the connection closed
     this.fetcher.interrupt();
-    if (force) this.locks.abortAll(new Error(`worker ${this.id} closed without waiting for its jobs`));
-    this.slotFreed?.();
-    if (wasRunning) await this.loop;
-    while (!this.forced && this.running > 0) await new Promise<void>((resolve) => (this.slotFreed = resolve));
+    if (this.forced) this.giveUpJobs(new Error(`worker ${this.id} closed without waiting for its jobs`));
+    this.closeStep = 'the fetch loop (its moveToActive call)';
+    if (started) await this.loop;
+    this.closeStep = 'its running jobs to end';
+    while (!this.forced && this.running > 0) await this.sleeper.sleep(Infinity);
+    this.closeStep = 'the stalled sweep to stop';
     await this.sweeper.stop();
+    this.closeStep = 'the heartbeat to stop (a renewal in flight)';
     await this.locks.close();
     if (this.ownsLockManager) await this.lockManager.close();
+    this.closeStep = 'its connection to close';
     if (this.ownsClient) await closeClient(this.client);
     dropClient(this.blockingClient);
-    this.state = 'closed';
-    this.emit('closed');
+  }
+
+  /** Aborts every running job's signal; the waits that wait for those jobs end now. */
+  private giveUpJobs(reason: Error): void {
+    this.locks.abortAll(reason);
+    this.sleeper.wake();
+  }
+
+  /**
+   * closeTimeout ran out: the rest of drain() is left to settle whenever Redis answers (or never).
+   * Jobs, heartbeat, sweep and connections are given up now, without a word to Redis.
+   */
+  private abandon(): void {
+    const error = new CloseTimeoutError(this.name, this.id, this.options.closeTimeout, this.closeStep, this.locks.jobIds);
+    this.forced = true;
+    this.giveUpJobs(error);
+    this.locks.abandon();
+    void this.sweeper.stop();
+    if (this.ownsLockManager) void this.lockManager.close();
+    if (this.ownsClient) dropClient(this.client);
+    dropClient(this.blockingClient);
+    this.reportError(error);
   }
 
   private async closed(): Promise<void> {
     await this.loop;
     if (this.closing) await this.closing;
+  }
+
+  /** Moves the lifecycle on (only along TRANSITIONS) and wakes every wait, which rechecks its condition. */
+  private moveTo(next: WorkerState): void {
+    if (!TRANSITIONS[this.state].includes(next)) throw new Error(`worker ${this.id}: no transition from ${this.state} to ${next}`);
+    this.state = next;
+    this.sleeper.wake();
+  }
+
+  /** 'ready' once both connections answer; never if the worker closes first. */
+  private async announceReady(): Promise<void> {
+    try {
+      await this.waitUntilReady();
+    } catch {
+      return; // the worker closed (its connections dropped) before Redis answered
+    }
+    if (this.isRunning()) this.emitSafely('ready');
   }
 
   /** Fetches while there is a free slot; blocks on the marker when the queue has nothing ready. */
@@ -186,15 +304,22 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       return;
     }
     let failures = 0;
-    while (this.state === 'running') {
-      if (this.running >= this.options.concurrency) {
-        await new Promise<void>((resolve) => (this.slotFreed = resolve));
+    while (this.isRunning()) {
+      if (this.state === 'paused' || this.running >= this.options.concurrency) {
+        await this.sleeper.sleep(Infinity); // until resumed, a slot is freed, or the worker closes
         continue;
       }
       try {
         const token = uuid();
         const sentAt = Date.now();
-        const pickup = await this.fetcher.fetch(token);
+        let pickup;
+        this.fetching = true;
+        try {
+          pickup = await this.fetcher.fetch(token);
+        } finally {
+          this.fetching = false;
+          this.sleeper.wake(); // a pause() may be waiting for this fetch
+        }
         failures = 0;
         if (pickup.job) {
           this.idleEmitted = false;
@@ -203,14 +328,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         }
         if (!this.idleEmitted && this.running === 0) {
           this.idleEmitted = true;
-          this.emit('drained');
+          this.emitSafely('drained');
         }
-        if (this.state !== 'running') break;
+        if (this.state !== 'running') continue; // paused or closing meanwhile: the loop's top decides
         await this.fetcher.waitForWork(pickup);
       } catch (error) {
-        if (this.state !== 'running') break;
+        if (!this.isRunning()) continue; // closing: the error is its dropped connection
         this.reportError(error as Error);
-        await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 100 * 2 ** failures++)));
+        const until = Date.now() + Math.min(5000, 100 * 2 ** failures++);
+        while (this.isRunning() && Date.now() < until) await this.sleeper.sleep(until - Date.now());
       }
     }
   }
@@ -226,9 +352,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         this.reportError(error as Error);
       } finally {
         this.running--;
-        const wake = this.slotFreed;
-        this.slotFreed = undefined;
-        wake?.();
+        this.sleeper.wake();
       }
     })();
   }
@@ -237,7 +361,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private async warnAboutRedis(): Promise<void> {
     const warning = await evictionPolicyWarning(this.client);
     if (!warning) return;
-    if (this.listenerCount('warning') > 0) this.emit('warning', warning);
+    if (this.listenerCount('warning') > 0) this.emitSafely('warning', warning);
     else console.warn(`EchoMQ worker for queue ${this.name}: ${warning}`);
   }
 
@@ -246,7 +370,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
    * tracked (its lock renewed forever, the job active forever); from 'completed' it lost the job
    * fetch-next had just taken. The listener's error is reported instead.
    */
-  private emitSafely<E extends 'active' | 'progress' | 'completed' | 'failed' | 'lockLost'>(event: E, ...args: WorkerEvents[E]): void {
+  private emitSafely<E extends PlainEvent>(event: E, ...args: WorkerEvents[E]): void {
     try {
       (this.emit as (event: E, ...args: WorkerEvents[E]) => boolean)(event, ...args);
     } catch (error) {
@@ -254,8 +378,16 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     }
   }
 
+  /** Never throws: it runs inside the fetch loop and the close, whose promises nobody may be awaiting. */
   private reportError(error: Error): void {
-    if (this.listenerCount('error') > 0) this.emit('error', error);
-    else console.error(`EchoMQ worker for queue ${this.name}:`, error);
+    try {
+      if (this.listenerCount('error') > 0) {
+        this.emit('error', error);
+        return;
+      }
+    } catch (thrown) {
+      console.error(`EchoMQ worker for queue ${this.name}: an 'error' listener threw`, thrown);
+    }
+    console.error(`EchoMQ worker for queue ${this.name}:`, error);
   }
 }

@@ -1,0 +1,76 @@
+import { describe, expect, it } from '@jest/globals';
+import { Cluster, Redis } from 'ioredis';
+import { LockManager, Queue, Worker } from '../lib/index.js';
+import { connectRenewal } from '../lib/runtime/connection.js';
+import { eventually, redisUrl, uniqueQueueName } from './support/redis.js';
+
+/** The addr= of every client named `name` in CLIENT LIST. */
+async function addrsNamed(admin: Redis, name: string): Promise<string[]> {
+  const list = (await admin.client('LIST')) as string;
+  return list.split('\n').filter((line) => line.includes(` name=${name} `)).map((line) => /addr=(\S+)/.exec(line)![1]);
+}
+
+// In Nest every queue and worker of a configuration shares one connection; a renewal sent there
+// waits behind any addBulk pipeline or batch of finishes. The renewals go on a connection of the
+// LockManager's own, one per shared connection, whatever the number of workers on it.
+describe('heartbeat isolation', () => {
+  it('renewals go on a renewal connection, not the shared one: one per LockManager and shared connection, gone when its workers leave', async () => {
+    const tag = uniqueQueueName('iso');
+    const shared = new Redis(redisUrl(), { connectionName: tag, maxRetriesPerRequest: null });
+    const admin = new Redis(redisUrl());
+    const monitor = await admin.monitor(); // on a connection of its own
+    const [a, b] = [uniqueQueueName('iso-a'), uniqueQueueName('iso-b')];
+    const queues = [new Queue(a, { connection: shared }), new Queue(b, { connection: shared })];
+    const stalledKeys = new Set(queues.map((queue) => queue.keys.stalled));
+    const renewalSources: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      // extendLocks-1: EVALSHA <sha> 1 <stalled key> <job-key prefix> <duration> ...
+      if (args[0]?.toLowerCase() === 'evalsha' && args[2] === '1' && stalledKeys.has(args[3]) && args.length > 6) renewalSources.push(source);
+    });
+    const lockManager = new LockManager();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const opts = { connection: shared, lockManager, lockDuration: 2000, lockRenewTime: 200, stalledInterval: 600_000 };
+    const workers = [a, b].map((name) => new Worker(name, () => released, opts));
+    try {
+      await Promise.all(queues.map((queue) => queue.add('held', {})));
+      await eventually(() => workers.every((worker) => worker.runningCount === 1), 5000, 'both jobs running');
+      await eventually(() => renewalSources.length >= 4, 5000, 'renewals seen by MONITOR');
+
+      const [sharedAddr] = await addrsNamed(admin, tag);
+      const heartbeatAddrs = await addrsNamed(admin, `${tag}:heartbeat`);
+      expect(sharedAddr).toBeDefined();
+      expect(heartbeatAddrs).toHaveLength(1); // two workers, one LockManager, one shared connection
+      expect(lockManager.renewalConnectionCount).toBe(1);
+      expect(new Set(renewalSources)).toEqual(new Set(heartbeatAddrs));
+      expect(renewalSources).not.toContain(sharedAddr);
+    } finally {
+      release();
+      await Promise.all(workers.map((worker) => worker.close()));
+    }
+    expect(lockManager.renewalConnectionCount).toBe(0);
+    await eventually(async () => (await addrsNamed(admin, `${tag}:heartbeat`)).length === 0, 5000, 'the renewal connection closed');
+    await lockManager.close();
+    await Promise.all(queues.map((queue) => queue.close()));
+    monitor.disconnect();
+    await shared.quit();
+    await admin.quit();
+  });
+});
+
+describe('the renewal connection of a Cluster', () => {
+  it('is a Cluster duplicate with the same options, named <name>:heartbeat', async () => {
+    const url = new URL(redisUrl());
+    const cluster = new Cluster([{ host: url.hostname, port: Number(url.port) }], { lazyConnect: true, redisOptions: { connectionName: 'app' } });
+    const renewal = connectRenewal(cluster);
+    try {
+      expect(renewal).toBeInstanceOf(Cluster);
+      expect(renewal).not.toBe(cluster);
+      expect((renewal as Cluster).options.redisOptions?.connectionName).toBe('app:heartbeat');
+      expect((renewal as Cluster).options.lazyConnect).toBe(true);
+    } finally {
+      renewal.disconnect();
+      cluster.disconnect();
+    }
+  });
+});
