@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { v4 as uuid } from 'uuid';
 import { EchoMQError, SCRIPTS, Scripts } from '../lib/index.js';
-import { ADD_BATCH } from '../lib/protocol/scripts.js';
+import { ADD_BATCH, PICKUP_KEYS } from '../lib/protocol/scripts.js';
 import { findLuaDir } from '../lib/protocol/lua-source.js';
 import { newClient } from './support/redis.js';
 import { newJob, pickAll, pickup, scriptsFor, snapshot } from './support/scripts.js';
@@ -29,6 +30,14 @@ async function activeJob(s = scriptsFor(client), overrides = {}) {
   return { ...s, jobId, token };
 }
 
+/** A lua file's code without its comments, and the includes it declares. */
+function luaFile(path: string): { code: string; declared: string[] } {
+  const text = readFileSync(path, 'utf8');
+  const declared = [...text.matchAll(/^-- @include (\S+)\s*$/gm)].map((m) => m[1]);
+  const code = text.replace(/--\[\[[\s\S]*?\]\]/g, '').replace(/--.*$/gm, '');
+  return { code, declared };
+}
+
 function finish(jobId: string, token: string, extra = {}) {
   return { jobId, token, timestamp: Date.now(), outcome: 'completed' as const, value: '"ok"', stacktrace: '', keepCount: -1, keepAgeMs: 0, ...extra };
 }
@@ -42,6 +51,50 @@ describe('the script files', () => {
       expect(Math.max(...declared)).toBe(script.numberOfKeys);
       await expect(script.run(client, ['only-one', 'two', 'three'].slice(0, script.numberOfKeys === 1 ? 2 : 1), []))
         .rejects.toThrow(`takes ${script.numberOfKeys} KEYS`);
+    }
+  });
+
+  it('every include declares the includes it calls, and every script lists exactly the ones it calls itself', () => {
+    const dir = findLuaDir();
+    const includes = new Map(readdirSync(join(dir, 'includes')).map((f) => [f.replace(/\.lua$/, ''), luaFile(join(dir, 'includes', f))]));
+    const definedIn = new Map<string, string>();
+    for (const [name, { code }] of includes) {
+      for (const [, fn] of code.matchAll(/local function (\w+)/g)) definedIn.set(fn, name);
+    }
+    /** The includes whose functions `code` calls, other than `self`. */
+    const calledIncludes = (code: string, self?: string) => new Set(
+      [...code.matchAll(/\b(\w+)\(/g)].map((m) => definedIn.get(m[1])).filter((name): name is string => name !== undefined && name !== self),
+    );
+    const sorted = (names: Iterable<string>) => [...new Set(names)].sort();
+    for (const [name, { code, declared }] of includes) {
+      expect({ include: name, declared: sorted(declared) }).toEqual({ include: name, declared: sorted(calledIncludes(code, name)) });
+    }
+    for (const script of Object.values(SCRIPTS)) {
+      const { code, declared } = luaFile(join(dir, script.fileName));
+      expect({ script: script.fileName, declared: sorted(declared) }).toEqual({ script: script.fileName, declared: sorted(calledIncludes(code)) });
+      // Expanded: no include line left; each helper defined once, and before its first use.
+      expect(script.lua).not.toMatch(/^-- @include/m);
+      const expanded = script.lua.replace(/--\[\[[\s\S]*?\]\]/g, '').replace(/--.*$/gm, '');
+      for (const fn of definedIn.keys()) {
+        const definitions = expanded.split(`local function ${fn}(`).length - 1;
+        if (definitions === 0) continue;
+        const firstUse = expanded.search(new RegExp(`\\b${fn}\\(`));
+        expect({ script: script.fileName, fn, definitions, definedAtFirstUse: firstUse === expanded.indexOf(`local function ${fn}(`) + 15 })
+          .toEqual({ script: script.fileName, fn, definitions: 1, definedAtFirstUse: true });
+      }
+    }
+  });
+
+  it('the eleven pickup KEYS are listed once on each side, in the same order', () => {
+    const dir = findLuaDir();
+    const { code } = luaFile(join(dir, 'includes', 'pickupKeys.lua'));
+    const luaOrder = [...code.matchAll(/(\w+) = KEYS\[(\d+)\]/g)].sort((a, b) => Number(a[2]) - Number(b[2])).map((m) => m[1]);
+    expect(luaOrder).toEqual([...PICKUP_KEYS]);
+    expect(luaOrder.map((_, i) => i + 1)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
+    for (const file of ['moveToActive-11.lua', 'moveToFinished-14.lua', 'finishJobs-13.lua']) {
+      const own = luaFile(join(dir, file));
+      expect({ file, byHand: own.code.match(/KEYS\[([1-9]|1[01])\]/g) }).toEqual({ file, byHand: null });
+      expect(own.declared).toContain('pickupKeys');
     }
   });
 

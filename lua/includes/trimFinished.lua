@@ -1,3 +1,4 @@
+-- @include removeJobKeys
 -- trimFinished(setKey, prefix, now, keepCount, keepAgeMs): the removeOnComplete / removeOnFail rule.
 -- keepCount < 0 keeps every job; otherwise only the newest keepCount stay. keepAgeMs > 0 also drops
 -- jobs that finished more than keepAgeMs ago (at most 1000 a call, so one call stays short).
