@@ -338,6 +338,42 @@ describe('moveToFinished-14', () => {
     expect(await client.exists(s.keys.job(ids[0]), s.keys.job(ids[1]))).toBe(0);
   });
 
+  it('a keep rule deletes at most 1000 jobs a call (a batch shares them); a backlog shrinks over the next finishes', async () => {
+    const s = scriptsFor(client);
+    const backlog = 2500; // finished while the rule kept every job
+    await s.scripts.addJobs(Array.from({ length: backlog }, () => newJob()));
+    const ids = await client.lrange(s.keys.wait, '0', '-1');
+    await client.del(s.keys.wait);
+    await client.zadd(s.keys.completed, ...ids.flatMap((id) => [Number(id), id]));
+    const finishKeeping10 = async () => {
+      const job = await activeJob(s);
+      await s.scripts.moveToFinished(finish(job.jobId, job.token, { keepCount: 10 }));
+      return job.jobId;
+    };
+    const first = await finishKeeping10();
+    expect(await client.zcard(s.keys.completed)).toBe(backlog + 1 - 1000);
+    expect(await client.exists(s.keys.job('1'), s.keys.job('1000'))).toBe(0); // the oldest went first
+    expect(await client.exists(s.keys.job('1001'), s.keys.job(first))).toBe(2);
+
+    const batch = [];
+    for (let i = 0; i < 3; i++) batch.push(await activeJob(s));
+    await s.scripts.finishJobs(batch.map((j) => finish(j.jobId, j.token, { keepCount: 10 })), Date.now(), 20_000);
+    expect(await client.zcard(s.keys.completed)).toBe(backlog + 4 - 2000);
+    await finishKeeping10();
+    expect(await client.zcard(s.keys.completed)).toBe(10);
+    // The 10 newest: the 5 jobs just finished and the last 5 of the backlog.
+    expect((await client.zrange(s.keys.completed, '0', '4'))).toEqual(['2496', '2497', '2498', '2499', '2500']);
+    expect(await client.exists(s.keys.job('2495'))).toBe(0);
+
+    // The age rule shares the bound: at most 1000 a call, the oldest first.
+    const aged = scriptsFor(client);
+    await client.zadd(aged.keys.completed, ...Array.from({ length: 1500 }, (_, i) => [1000 + i, `old-${i}`]).flat());
+    const job = await activeJob(aged);
+    await aged.scripts.moveToFinished(finish(job.jobId, job.token, { keepAgeMs: 60_000 }));
+    expect(await client.zcard(aged.keys.completed)).toBe(501);
+    expect(await client.zrange(aged.keys.completed, '0', '0')).toEqual(['old-1000']);
+  });
+
   it('-1 no job, -2 no lock, -6 another token, -3 not in active: each changes nothing', async () => {
     const s = scriptsFor(client);
     const { keys, scripts, jobId, token } = await activeJob(s);
