@@ -698,16 +698,42 @@ describe('cleanJobsInSet-2', () => {
       await s.scripts.moveToFinished(finish(job.jobId, job.token, { timestamp: 1000 + i }));
       ids.push(job.jobId);
     }
-    expect(await s.scripts.cleanJobsInSet('completed', 1001, 1)).toEqual([ids[0]]);
-    expect(await s.scripts.cleanJobsInSet('completed', 1001, 0)).toEqual([ids[1]]);
+    expect(await s.scripts.cleanJobsInSet('completed', 1001, 1)).toEqual({ removed: [ids[0]], nextRank: 0 });
+    expect(await s.scripts.cleanJobsInSet('completed', 1001, 0)).toEqual({ removed: [ids[1]], nextRank: -1 });
     expect(await client.zrange(s.keys.completed, '0', '-1')).toEqual([ids[2]]);
     expect(await client.exists(s.keys.job(ids[0]), s.keys.job(ids[1]))).toBe(0);
+    const cleaned = (await client.xrange(s.keys.events, '-', '+')).filter(([, f]) => f[1] === 'cleaned');
+    expect(cleaned.map(([, f]) => f)).toEqual([['event', 'cleaned', 'jobId', '', 'count', '1'], ['event', 'cleaned', 'jobId', '', 'count', '1']]);
 
     const active = await activeJob(s);
-    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual([]);
+    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual({ removed: [], nextRank: -1 });
     await client.del(s.keys.lock(active.jobId));
-    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual([active.jobId]);
+    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual({ removed: [active.jobId], nextRank: -1 });
     expect(await client.llen(s.keys.active)).toBe(0);
+  });
+
+  it('reads one window of 500 ids a call: kept ids stay before the next rank; a list loses only the removed ids', async () => {
+    const s = scriptsFor(client);
+    await s.scripts.addJobs(Array.from({ length: 1200 }, (_, i) => newJob({ timestamp: i % 2 === 0 ? 1000 : Date.now() })));
+    const before = await client.lrange(s.keys.wait, '0', '-1'); // left end first: 1200 ... 1
+    const old = (id: string) => Number(id) % 2 === 1; // ids 1, 3, 5, ...: added with timestamp 1000
+    const first = await s.scripts.cleanJobsInSet('wait', 1000, 0);
+    expect(first.removed).toEqual(before.slice(0, 500).filter(old));
+    expect(first.nextRank).toBe(250);
+    const second = await s.scripts.cleanJobsInSet('wait', 1000, 0, first.nextRank);
+    expect(second.removed).toEqual(before.slice(500, 1000).filter(old));
+    expect(second.nextRank).toBe(500);
+    const third = await s.scripts.cleanJobsInSet('wait', 1000, 0, second.nextRank);
+    expect(third).toEqual({ removed: before.slice(1000).filter(old), nextRank: -1 });
+    expect(await client.lrange(s.keys.wait, '0', '-1')).toEqual(before.filter((id) => !old(id)));
+    expect(await client.exists(s.keys.job('1'), s.keys.job('1199'))).toBe(0);
+    expect(await client.exists(s.keys.job('2'))).toBe(1);
+
+    // The limit stops a window half-way; the next rank is past the ids looked at.
+    const z = scriptsFor(client);
+    await client.zadd(z.keys.delayed, ...Array.from({ length: 10 }, (_, i) => [i, `d${i}`]).flat());
+    expect(await z.scripts.cleanJobsInSet('delayed', Date.now(), 3)).toEqual({ removed: ['d0', 'd1', 'd2'], nextRank: 0 });
+    expect(await client.zcard(z.keys.delayed)).toBe(7);
   });
 });
 
@@ -726,10 +752,10 @@ describe('drain-5', () => {
     expect(await client.lrange(s.keys.active, '0', '-1')).toEqual([active.jobId]);
   });
 
-  it('works in batches of 5000 and reports what is left', async () => {
+  it('works in batches of 1000 and reports what is left', async () => {
     const s = scriptsFor(client);
-    await s.scripts.addJobs(Array.from({ length: 6000 }, () => newJob()));
-    expect(await s.scripts.drain(false)).toBe(1000);
+    await s.scripts.addJobs(Array.from({ length: 1200 }, () => newJob()));
+    expect(await s.scripts.drain(false)).toBe(200);
     expect(await s.scripts.drain(false)).toBe(0);
     expect(await client.exists(s.keys.wait)).toBe(0);
   });
@@ -750,8 +776,9 @@ describe('obliterate-2', () => {
 
   it('works in batches: 0 while more is left, 1 when all is gone', async () => {
     const s = scriptsFor(client);
-    await s.scripts.addJobs(Array.from({ length: 5500 }, () => newJob()));
+    await s.scripts.addJobs(Array.from({ length: 1500 }, () => newJob()));
     expect(await s.scripts.obliterate(false)).toBe(0);
+    expect(await client.llen(s.keys.wait)).toBe(500);
     expect(await client.hget(s.keys.meta, 'paused')).toBe('1');
     expect(await s.scripts.obliterate(false)).toBe(1);
     expect(await snapshot(client, s.keys)).toEqual({});

@@ -293,12 +293,18 @@ export class Scripts {
     this.throwIfCode(reply, jobId, SCRIPTS.reprocessJob, `it is not in ${from}`);
   }
 
-  async cleanJobsInSet(state: JobState, cutoff: number, limit: number): Promise<string[]> {
-    return (await this.call({
+  /**
+   * One window of a clean (cleanJobsInSet-2): up to `limit` (0 = any number) of the jobs of
+   * `state` at or before `cutoff`, among the ids from rank `fromRank` on. Returns the removed ids
+   * and the rank the next window starts at, or -1 at the end of the state.
+   */
+  async cleanJobsInSet(state: JobState, cutoff: number, limit: number, fromRank = 0): Promise<{ removed: string[]; nextRank: number }> {
+    const [removed, nextRank] = (await this.call({
       script: SCRIPTS.cleanJobsInSet,
       keys: [this.keys.state(state), this.keys.events],
-      args: [this.keys.base, cutoff, limit, this.maxEvents],
-    })) as string[];
+      args: [this.keys.base, cutoff, limit, this.maxEvents, fromRank],
+    })) as [string[], number];
+    return { removed, nextRank };
   }
 
   /** One drain batch; returns how many jobs are left to remove. */
