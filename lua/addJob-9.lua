@@ -10,8 +10,6 @@
       then nothing at all is written (the existing job is the answer).
 ]]
 local rcall = redis.call
--- @include emitEvent
--- @include pushReady
 -- @include addOneJob
 
 local keys = { wait = KEYS[1], paused = KEYS[2], meta = KEYS[3], id = KEYS[4], delayed = KEYS[5],

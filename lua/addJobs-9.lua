@@ -13,8 +13,6 @@
       added, 0 when a job with that custom id already existed (that job is left as it was).
 ]]
 local rcall = redis.call
--- @include emitEvent
--- @include pushReady
 -- @include addOneJob
 
 local keys = { wait = KEYS[1], paused = KEYS[2], meta = KEYS[3], id = KEYS[4], delayed = KEYS[5],

@@ -10,7 +10,7 @@ if rcall("EXISTS", KEYS[1]) == 0 then return -1 end
 local count = rcall("RPUSH", KEYS[2], ARGV[1])
 local keep = tonumber(ARGV[2])
 if keep > 0 and count > keep then
-  rcall("LTRIM", KEYS[2], -keep, -1)
+  rcall("LTRIM", KEYS[2], tostring(-keep), "-1") -- the newest keep lines
   return keep
 end
 return count

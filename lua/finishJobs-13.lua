@@ -28,23 +28,16 @@
   the queue's {Q} hash tag, so they live in the slot of the declared KEYS.
 ]]
 local rcall = redis.call
+-- @include pickupKeys
 -- @include emitEvent
 -- @include deferred
--- @include pushReady
+-- @include finishJob
 -- @include promoteDelayed
 -- @include pickup
--- @include releaseFromActive
--- @include removeJobKeys
--- @include trimFinished
--- @include finishJob
 
 local prefix, now, maxEvents, lockDuration = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local limiterMax, limiterDuration = tonumber(ARGV[5]), ARGV[6]
-local keys = {
-  wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4], stalled = KEYS[5],
-  limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8], meta = KEYS[9], pc = KEYS[10],
-  marker = KEYS[11]
-}
+local keys = pickupKeys()
 
 local finished = newDeferred()
 local results, tokens, slots = {}, {}, {}

@@ -18,30 +18,32 @@ local rcall = redis.call
 if rcall("EXISTS", KEYS[5]) == 1 then return { {}, {} } end
 rcall("SET", KEYS[5], ARGV[3], "PX", ARGV[4])
 
-local maxStalledCount, prefix, now = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
-local maxEvents = tonumber(ARGV[5]) or 10000
+-- now and maxEvents are written as the ARGV strings they came as (docs/protocol.md); stc is
+-- HINCRBY's integer, returned as one, and formatted once for its events.
+local maxStalledCount, prefix, now = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local maxEvents = tonumber(ARGV[5]) and ARGV[5] or "10000"
 local paused = rcall("HEXISTS", KEYS[6], "paused") == 1
 local toWait, toFailed = {}, {}
 
 for _, jobId in ipairs(rcall("SMEMBERS", KEYS[1])) do
   local jobKey = prefix .. jobId
-  if rcall("EXISTS", jobKey .. ":lock") == 0 and rcall("LREM", KEYS[3], 1, jobId) > 0 then
+  if rcall("EXISTS", jobKey .. ":lock") == 0 and rcall("LREM", KEYS[3], "1", jobId) > 0 then
     if rcall("EXISTS", jobKey) == 0 then
       emitEvent(KEYS[8], maxEvents, "removed", jobId, "reason", "job hash missing in active")
     else
-      local stc = rcall("HINCRBY", jobKey, "stc", 1)
+      local stc = rcall("HINCRBY", jobKey, "stc", "1")
       if stc > maxStalledCount then
         local reason = "job stalled more than allowable limit"
-        rcall("HINCRBY", jobKey, "atm", 1)
+        rcall("HINCRBY", jobKey, "atm", "1")
         rcall("HSET", jobKey, "finishedOn", now, "failedReason", reason)
         rcall("ZADD", KEYS[4], now, jobId)
-        emitEvent(KEYS[8], maxEvents, "stalled", jobId, "stc", stc)
+        emitEvent(KEYS[8], maxEvents, "stalled", jobId, "stc", tostring(stc))
         emitEvent(KEYS[8], maxEvents, "failed", jobId, "failedReason", reason)
         toFailed[#toFailed + 1] = jobId
         toFailed[#toFailed + 1] = stc
       else
         rcall("LPUSH", paused and KEYS[7] or KEYS[2], jobId)
-        emitEvent(KEYS[8], maxEvents, "stalled", jobId, "stc", stc)
+        emitEvent(KEYS[8], maxEvents, "stalled", jobId, "stc", tostring(stc))
         toWait[#toWait + 1] = jobId
         toWait[#toWait + 1] = stc
       end

@@ -12,14 +12,7 @@
   Order: due delayed jobs are promoted first; then the wait list (right end), then prioritized.
 ]]
 local rcall = redis.call
--- @include emitEvent
--- @include pushReady
--- @include promoteDelayed
+-- @include pickupKeys
 -- @include pickup
 
-local keys = {
-  wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4], stalled = KEYS[5],
-  limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8], meta = KEYS[9], pc = KEYS[10],
-  marker = KEYS[11]
-}
-return pickup(keys, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7], true)
+return pickup(pickupKeys(), ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7], true)

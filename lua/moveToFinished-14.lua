@@ -17,22 +17,13 @@
       asked for or none was ready).
 ]]
 local rcall = redis.call
--- @include emitEvent
+-- @include pickupKeys
 -- @include deferred
--- @include pushReady
--- @include promoteDelayed
--- @include pickup
--- @include releaseFromActive
--- @include removeJobKeys
--- @include trimFinished
 -- @include finishJob
+-- @include pickup
 
 local now, prefix, maxEvents = ARGV[3], ARGV[10], ARGV[13]
-local keys = {
-  wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4], stalled = KEYS[5],
-  limiter = KEYS[6], delayed = KEYS[7], paused = KEYS[8], meta = KEYS[9], pc = KEYS[10],
-  marker = KEYS[11]
-}
+local keys = pickupKeys()
 local job = { key = KEYS[13], lockKey = KEYS[14], id = ARGV[1], token = ARGV[2], target = ARGV[4],
   value = ARGV[5], stacktrace = ARGV[6], keepCount = tonumber(ARGV[7]), keepAgeMs = tonumber(ARGV[8]) }
 local finished = newDeferred()

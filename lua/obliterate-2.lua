@@ -3,8 +3,9 @@
 
   KEYS[1] meta  [2] active
   ARGV[1] key prefix "P:{Q}:"  [2] "1" to force (delete even while jobs are active)
-  Returns 1 when everything is gone, 0 when it deleted a batch of at most 5000 jobs and more are
+  Returns 1 when everything is gone, 0 when it deleted a batch of at most 1000 jobs and more are
       left (call again), -3 when jobs are active and force was not given (nothing deleted).
+  A batch of 1000 keeps one call to about 2 ms (a script runs alone in Redis: 5000 took 10 to 30).
   The queue is paused first so no worker takes new jobs while the batches run.
 ]]
 local rcall = redis.call
@@ -12,9 +13,9 @@ local rcall = redis.call
 
 local prefix = ARGV[1]
 if ARGV[2] ~= "1" and rcall("LLEN", KEYS[2]) > 0 then return -3 end
-rcall("HSET", KEYS[1], "paused", 1)
+rcall("HSET", KEYS[1], "paused", "1")
 
-local budget = 5000
+local budget = 1000
 local function deleteJobsIn(name, isList)
   local key = prefix .. name
   while budget > 0 do

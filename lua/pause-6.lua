@@ -23,13 +23,13 @@ local pausing = ARGV[1] == "pause"
 local isPaused = rcall("HEXISTS", KEYS[3], "paused") == 1
 if pausing == isPaused then return 0 end
 if pausing then
-  rcall("HSET", KEYS[3], "paused", 1)
+  rcall("HSET", KEYS[3], "paused", "1")
   moveAll(KEYS[1], KEYS[2])
-  emitEvent(KEYS[6], tonumber(ARGV[2]), "paused", "")
+  emitEvent(KEYS[6], ARGV[2], "paused", "")
 else
   rcall("HDEL", KEYS[3], "paused")
   moveAll(KEYS[2], KEYS[1])
-  rcall("ZADD", KEYS[5], 0, "0")
-  emitEvent(KEYS[6], tonumber(ARGV[2]), "resumed", "")
+  rcall("ZADD", KEYS[5], "0", "0")
+  emitEvent(KEYS[6], ARGV[2], "resumed", "")
 end
 return 1

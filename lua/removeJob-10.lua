@@ -14,9 +14,9 @@ local rcall = redis.call
 local jobId, jobKey = ARGV[1], KEYS[10]
 if rcall("EXISTS", jobKey) == 0 then return -1 end
 if rcall("EXISTS", jobKey .. ":lock") == 1 then return 0 end
-for i = 1, 3 do rcall("LREM", KEYS[i], 0, jobId) end
+for i = 1, 3 do rcall("LREM", KEYS[i], "0", jobId) end
 for i = 4, 7 do rcall("ZREM", KEYS[i], jobId) end
 rcall("SREM", KEYS[8], jobId)
 removeJobKeys(jobKey)
-emitEvent(KEYS[9], tonumber(ARGV[2]), "removed", jobId)
+emitEvent(KEYS[9], ARGV[2], "removed", jobId)
 return 1

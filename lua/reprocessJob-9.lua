@@ -16,9 +16,9 @@ local jobId, jobKey = ARGV[1], KEYS[1]
 if rcall("EXISTS", jobKey) == 0 then return -1 end
 if rcall("ZREM", KEYS[2], jobId) == 0 then return -3 end
 rcall("HDEL", jobKey, "finishedOn", "processedOn", "failedReason", "stacktrace", "returnvalue")
-rcall("HSET", jobKey, "atm", 0, "stc", 0)
+rcall("HSET", jobKey, "atm", "0", "stc", "0")
 local keys = { wait = KEYS[3], paused = KEYS[4], meta = KEYS[5], prioritized = KEYS[6],
   pc = KEYS[7], marker = KEYS[8] }
 pushReady(keys, jobId, tonumber(rcall("HGET", jobKey, "priority")) or 0, false)
-emitEvent(KEYS[9], tonumber(ARGV[2]), "waiting", jobId, "prev", "retried")
+emitEvent(KEYS[9], ARGV[2], "waiting", jobId, "prev", "retried")
 return 1

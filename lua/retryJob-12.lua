@@ -23,9 +23,10 @@ applyDeferred(KEYS[10], deferred)
 rcall("HSET", jobKey, "failedReason", ARGV[5], "stacktrace", ARGV[6])
 local maxEvents = ARGV[7]
 if delay > 0 then
-  rcall("ZADD", KEYS[8], now + delay, jobId)
-  rcall("ZADD", KEYS[7], now + delay, "1")
-  emitEvent(KEYS[9], maxEvents, "delayed", jobId, "delay", now + delay, "failedReason", ARGV[5])
+  local dueAt = tostring(now + delay) -- arithmetic: formatted once for its three writes
+  rcall("ZADD", KEYS[8], dueAt, jobId)
+  rcall("ZADD", KEYS[7], dueAt, "1")
+  emitEvent(KEYS[9], maxEvents, "delayed", jobId, "delay", dueAt, "failedReason", ARGV[5])
 else
   local keys = { wait = KEYS[2], paused = KEYS[3], meta = KEYS[4], prioritized = KEYS[5],
     pc = KEYS[6], marker = KEYS[7] }

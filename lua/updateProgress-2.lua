@@ -10,5 +10,5 @@ local rcall = redis.call
 
 if rcall("EXISTS", KEYS[1]) == 0 then return -1 end
 rcall("HSET", KEYS[1], "progress", ARGV[2])
-emitEvent(KEYS[2], tonumber(ARGV[3]), "progress", ARGV[1], "data", ARGV[2])
+emitEvent(KEYS[2], ARGV[3], "progress", ARGV[1], "data", ARGV[2])
 return 1

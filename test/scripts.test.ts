@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { v4 as uuid } from 'uuid';
 import { EchoMQError, SCRIPTS, Scripts } from '../lib/index.js';
-import { ADD_BATCH } from '../lib/protocol/scripts.js';
+import { ADD_BATCH, PICKUP_KEYS } from '../lib/protocol/scripts.js';
 import { findLuaDir } from '../lib/protocol/lua-source.js';
 import { newClient } from './support/redis.js';
 import { newJob, pickAll, pickup, scriptsFor, snapshot } from './support/scripts.js';
@@ -29,6 +30,14 @@ async function activeJob(s = scriptsFor(client), overrides = {}) {
   return { ...s, jobId, token };
 }
 
+/** A lua file's code without its comments, and the includes it declares. */
+function luaFile(path: string): { code: string; declared: string[] } {
+  const text = readFileSync(path, 'utf8');
+  const declared = [...text.matchAll(/^-- @include (\S+)\s*$/gm)].map((m) => m[1]);
+  const code = text.replace(/--\[\[[\s\S]*?\]\]/g, '').replace(/--.*$/gm, '');
+  return { code, declared };
+}
+
 function finish(jobId: string, token: string, extra = {}) {
   return { jobId, token, timestamp: Date.now(), outcome: 'completed' as const, value: '"ok"', stacktrace: '', keepCount: -1, keepAgeMs: 0, ...extra };
 }
@@ -42,6 +51,50 @@ describe('the script files', () => {
       expect(Math.max(...declared)).toBe(script.numberOfKeys);
       await expect(script.run(client, ['only-one', 'two', 'three'].slice(0, script.numberOfKeys === 1 ? 2 : 1), []))
         .rejects.toThrow(`takes ${script.numberOfKeys} KEYS`);
+    }
+  });
+
+  it('every include declares the includes it calls, and every script lists exactly the ones it calls itself', () => {
+    const dir = findLuaDir();
+    const includes = new Map(readdirSync(join(dir, 'includes')).map((f) => [f.replace(/\.lua$/, ''), luaFile(join(dir, 'includes', f))]));
+    const definedIn = new Map<string, string>();
+    for (const [name, { code }] of includes) {
+      for (const [, fn] of code.matchAll(/local function (\w+)/g)) definedIn.set(fn, name);
+    }
+    /** The includes whose functions `code` calls, other than `self`. */
+    const calledIncludes = (code: string, self?: string) => new Set(
+      [...code.matchAll(/\b(\w+)\(/g)].map((m) => definedIn.get(m[1])).filter((name): name is string => name !== undefined && name !== self),
+    );
+    const sorted = (names: Iterable<string>) => [...new Set(names)].sort();
+    for (const [name, { code, declared }] of includes) {
+      expect({ include: name, declared: sorted(declared) }).toEqual({ include: name, declared: sorted(calledIncludes(code, name)) });
+    }
+    for (const script of Object.values(SCRIPTS)) {
+      const { code, declared } = luaFile(join(dir, script.fileName));
+      expect({ script: script.fileName, declared: sorted(declared) }).toEqual({ script: script.fileName, declared: sorted(calledIncludes(code)) });
+      // Expanded: no include line left; each helper defined once, and before its first use.
+      expect(script.lua).not.toMatch(/^-- @include/m);
+      const expanded = script.lua.replace(/--\[\[[\s\S]*?\]\]/g, '').replace(/--.*$/gm, '');
+      for (const fn of definedIn.keys()) {
+        const definitions = expanded.split(`local function ${fn}(`).length - 1;
+        if (definitions === 0) continue;
+        const firstUse = expanded.search(new RegExp(`\\b${fn}\\(`));
+        expect({ script: script.fileName, fn, definitions, definedAtFirstUse: firstUse === expanded.indexOf(`local function ${fn}(`) + 15 })
+          .toEqual({ script: script.fileName, fn, definitions: 1, definedAtFirstUse: true });
+      }
+    }
+  });
+
+  it('the eleven pickup KEYS are listed once on each side, in the same order', () => {
+    const dir = findLuaDir();
+    const { code } = luaFile(join(dir, 'includes', 'pickupKeys.lua'));
+    const luaOrder = [...code.matchAll(/(\w+) = KEYS\[(\d+)\]/g)].sort((a, b) => Number(a[2]) - Number(b[2])).map((m) => m[1]);
+    expect(luaOrder).toEqual([...PICKUP_KEYS]);
+    expect(luaOrder.map((_, i) => i + 1)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
+    for (const file of ['moveToActive-11.lua', 'moveToFinished-14.lua', 'finishJobs-13.lua']) {
+      const own = luaFile(join(dir, file));
+      expect({ file, byHand: own.code.match(/KEYS\[([1-9]|1[01])\]/g) }).toEqual({ file, byHand: null });
+      expect(own.declared).toContain('pickupKeys');
     }
   });
 
@@ -283,6 +336,42 @@ describe('moveToFinished-14', () => {
     }
     expect(await client.zrange(s.keys.completed, '0', '-1')).toEqual(ids.slice(2));
     expect(await client.exists(s.keys.job(ids[0]), s.keys.job(ids[1]))).toBe(0);
+  });
+
+  it('a keep rule deletes at most 1000 jobs a call (a batch shares them); a backlog shrinks over the next finishes', async () => {
+    const s = scriptsFor(client);
+    const backlog = 2500; // finished while the rule kept every job
+    await s.scripts.addJobs(Array.from({ length: backlog }, () => newJob()));
+    const ids = await client.lrange(s.keys.wait, '0', '-1');
+    await client.del(s.keys.wait);
+    await client.zadd(s.keys.completed, ...ids.flatMap((id) => [Number(id), id]));
+    const finishKeeping10 = async () => {
+      const job = await activeJob(s);
+      await s.scripts.moveToFinished(finish(job.jobId, job.token, { keepCount: 10 }));
+      return job.jobId;
+    };
+    const first = await finishKeeping10();
+    expect(await client.zcard(s.keys.completed)).toBe(backlog + 1 - 1000);
+    expect(await client.exists(s.keys.job('1'), s.keys.job('1000'))).toBe(0); // the oldest went first
+    expect(await client.exists(s.keys.job('1001'), s.keys.job(first))).toBe(2);
+
+    const batch = [];
+    for (let i = 0; i < 3; i++) batch.push(await activeJob(s));
+    await s.scripts.finishJobs(batch.map((j) => finish(j.jobId, j.token, { keepCount: 10 })), Date.now(), 20_000);
+    expect(await client.zcard(s.keys.completed)).toBe(backlog + 4 - 2000);
+    await finishKeeping10();
+    expect(await client.zcard(s.keys.completed)).toBe(10);
+    // The 10 newest: the 5 jobs just finished and the last 5 of the backlog.
+    expect((await client.zrange(s.keys.completed, '0', '4'))).toEqual(['2496', '2497', '2498', '2499', '2500']);
+    expect(await client.exists(s.keys.job('2495'))).toBe(0);
+
+    // The age rule shares the bound: at most 1000 a call, the oldest first.
+    const aged = scriptsFor(client);
+    await client.zadd(aged.keys.completed, ...Array.from({ length: 1500 }, (_, i) => [1000 + i, `old-${i}`]).flat());
+    const job = await activeJob(aged);
+    await aged.scripts.moveToFinished(finish(job.jobId, job.token, { keepAgeMs: 60_000 }));
+    expect(await client.zcard(aged.keys.completed)).toBe(501);
+    expect(await client.zrange(aged.keys.completed, '0', '0')).toEqual(['old-1000']);
   });
 
   it('-1 no job, -2 no lock, -6 another token, -3 not in active: each changes nothing', async () => {
@@ -609,16 +698,42 @@ describe('cleanJobsInSet-2', () => {
       await s.scripts.moveToFinished(finish(job.jobId, job.token, { timestamp: 1000 + i }));
       ids.push(job.jobId);
     }
-    expect(await s.scripts.cleanJobsInSet('completed', 1001, 1)).toEqual([ids[0]]);
-    expect(await s.scripts.cleanJobsInSet('completed', 1001, 0)).toEqual([ids[1]]);
+    expect(await s.scripts.cleanJobsInSet('completed', 1001, 1)).toEqual({ removed: [ids[0]], nextRank: 0 });
+    expect(await s.scripts.cleanJobsInSet('completed', 1001, 0)).toEqual({ removed: [ids[1]], nextRank: -1 });
     expect(await client.zrange(s.keys.completed, '0', '-1')).toEqual([ids[2]]);
     expect(await client.exists(s.keys.job(ids[0]), s.keys.job(ids[1]))).toBe(0);
+    const cleaned = (await client.xrange(s.keys.events, '-', '+')).filter(([, f]) => f[1] === 'cleaned');
+    expect(cleaned.map(([, f]) => f)).toEqual([['event', 'cleaned', 'jobId', '', 'count', '1'], ['event', 'cleaned', 'jobId', '', 'count', '1']]);
 
     const active = await activeJob(s);
-    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual([]);
+    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual({ removed: [], nextRank: -1 });
     await client.del(s.keys.lock(active.jobId));
-    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual([active.jobId]);
+    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual({ removed: [active.jobId], nextRank: -1 });
     expect(await client.llen(s.keys.active)).toBe(0);
+  });
+
+  it('reads one window of 500 ids a call: kept ids stay before the next rank; a list loses only the removed ids', async () => {
+    const s = scriptsFor(client);
+    await s.scripts.addJobs(Array.from({ length: 1200 }, (_, i) => newJob({ timestamp: i % 2 === 0 ? 1000 : Date.now() })));
+    const before = await client.lrange(s.keys.wait, '0', '-1'); // left end first: 1200 ... 1
+    const old = (id: string) => Number(id) % 2 === 1; // ids 1, 3, 5, ...: added with timestamp 1000
+    const first = await s.scripts.cleanJobsInSet('wait', 1000, 0);
+    expect(first.removed).toEqual(before.slice(0, 500).filter(old));
+    expect(first.nextRank).toBe(250);
+    const second = await s.scripts.cleanJobsInSet('wait', 1000, 0, first.nextRank);
+    expect(second.removed).toEqual(before.slice(500, 1000).filter(old));
+    expect(second.nextRank).toBe(500);
+    const third = await s.scripts.cleanJobsInSet('wait', 1000, 0, second.nextRank);
+    expect(third).toEqual({ removed: before.slice(1000).filter(old), nextRank: -1 });
+    expect(await client.lrange(s.keys.wait, '0', '-1')).toEqual(before.filter((id) => !old(id)));
+    expect(await client.exists(s.keys.job('1'), s.keys.job('1199'))).toBe(0);
+    expect(await client.exists(s.keys.job('2'))).toBe(1);
+
+    // The limit stops a window half-way; the next rank is past the ids looked at.
+    const z = scriptsFor(client);
+    await client.zadd(z.keys.delayed, ...Array.from({ length: 10 }, (_, i) => [i, `d${i}`]).flat());
+    expect(await z.scripts.cleanJobsInSet('delayed', Date.now(), 3)).toEqual({ removed: ['d0', 'd1', 'd2'], nextRank: 0 });
+    expect(await client.zcard(z.keys.delayed)).toBe(7);
   });
 });
 
@@ -637,10 +752,10 @@ describe('drain-5', () => {
     expect(await client.lrange(s.keys.active, '0', '-1')).toEqual([active.jobId]);
   });
 
-  it('works in batches of 5000 and reports what is left', async () => {
+  it('works in batches of 1000 and reports what is left', async () => {
     const s = scriptsFor(client);
-    await s.scripts.addJobs(Array.from({ length: 6000 }, () => newJob()));
-    expect(await s.scripts.drain(false)).toBe(1000);
+    await s.scripts.addJobs(Array.from({ length: 1200 }, () => newJob()));
+    expect(await s.scripts.drain(false)).toBe(200);
     expect(await s.scripts.drain(false)).toBe(0);
     expect(await client.exists(s.keys.wait)).toBe(0);
   });
@@ -661,8 +776,9 @@ describe('obliterate-2', () => {
 
   it('works in batches: 0 while more is left, 1 when all is gone', async () => {
     const s = scriptsFor(client);
-    await s.scripts.addJobs(Array.from({ length: 5500 }, () => newJob()));
+    await s.scripts.addJobs(Array.from({ length: 1500 }, () => newJob()));
     expect(await s.scripts.obliterate(false)).toBe(0);
+    expect(await client.llen(s.keys.wait)).toBe(500);
     expect(await client.hget(s.keys.meta, 'paused')).toBe('1');
     expect(await s.scripts.obliterate(false)).toBe(1);
     expect(await snapshot(client, s.keys)).toEqual({});

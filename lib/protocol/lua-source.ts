@@ -4,8 +4,11 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * Reads a script from `lua/` and inlines its `-- @include <name>` lines from `lua/includes/`.
- * Each include is inlined once per script, where its first `@include` stands, so shared helpers
- * (the pickup, the lock check) are written once and every script stays one self-contained body.
+ * An include declares the includes it uses with the same lines at its top, so a script lists only
+ * what it calls itself. Each include is inlined once per script, where its first `@include`
+ * stands, after what it declares (a Lua local must be defined before the code that uses it), so
+ * shared helpers (the pickup, the lock check) are written once and every script stays one
+ * self-contained body.
  */
 const INCLUDE_LINE = /^-- @include (\S+)\s*$/gm;
 

@@ -29,6 +29,15 @@ export const SCRIPTS = {
 
 export type ScriptName = keyof typeof SCRIPTS;
 
+/**
+ * The eleven pickup KEYS that moveToActive-11, moveToFinished-14 and finishJobs-13 open with, in
+ * their fixed order: the one place the TypeScript side lists them. `lua/includes/pickupKeys.lua`
+ * reads them in the same order (a test compares the two).
+ */
+export const PICKUP_KEYS = [
+  'wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc', 'marker',
+] as const satisfies ReadonlyArray<keyof Keys>;
+
 /** What a pickup (moveToActive-11, or fetch-next in moveToFinished-14) answered. */
 export interface Pickup {
   /** The job taken into active, or undefined when none was. */
@@ -94,12 +103,17 @@ export interface LockFailure {
  * one place, from `Keys`, and turns a negative code into an `EchoMQError`.
  */
 export class Scripts {
+  /** PICKUP_KEYS of this queue, built once: every pickup and finish sends them. */
+  private readonly pickupKeyNames: string[];
+
   constructor(
     readonly client: RedisClient,
     readonly keys: Keys,
     readonly maxEvents: number,
     readonly rateLimit?: RateLimit,
-  ) {}
+  ) {
+    this.pickupKeyNames = PICKUP_KEYS.map((name) => keys[name]);
+  }
 
   /** Adds a job; `created` is false when the custom id already existed (nothing was written). */
   async addJob(job: NewJob): Promise<{ jobId: string; created: boolean }> {
@@ -279,12 +293,18 @@ export class Scripts {
     this.throwIfCode(reply, jobId, SCRIPTS.reprocessJob, `it is not in ${from}`);
   }
 
-  async cleanJobsInSet(state: JobState, cutoff: number, limit: number): Promise<string[]> {
-    return (await this.call({
+  /**
+   * One window of a clean (cleanJobsInSet-2): up to `limit` (0 = any number) of the jobs of
+   * `state` at or before `cutoff`, among the ids from rank `fromRank` on. Returns the removed ids
+   * and the rank the next window starts at, or -1 at the end of the state.
+   */
+  async cleanJobsInSet(state: JobState, cutoff: number, limit: number, fromRank = 0): Promise<{ removed: string[]; nextRank: number }> {
+    const [removed, nextRank] = (await this.call({
       script: SCRIPTS.cleanJobsInSet,
       keys: [this.keys.state(state), this.keys.events],
-      args: [this.keys.base, cutoff, limit, this.maxEvents],
-    })) as string[];
+      args: [this.keys.base, cutoff, limit, this.maxEvents, fromRank],
+    })) as [string[], number];
+    return { removed, nextRank };
   }
 
   /** One drain batch; returns how many jobs are left to remove. */
@@ -312,8 +332,7 @@ export class Scripts {
   }
 
   private pickupKeys(): string[] {
-    const k = this.keys;
-    return [k.wait, k.active, k.prioritized, k.events, k.stalled, k.limiter, k.delayed, k.paused, k.meta, k.pc, k.marker];
+    return this.pickupKeyNames;
   }
 
   private call(call: ScriptCall): Promise<unknown> {

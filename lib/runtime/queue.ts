@@ -142,23 +142,40 @@ export class Queue<Data = unknown, Result = unknown> {
     return (await this.client.hexists(this.keys.meta, 'paused')) === 1;
   }
 
-  /** Removes every waiting job (and delayed ones with `delayed`); active and finished ones stay. */
+  /**
+   * Removes every waiting job (and delayed ones with `delayed`); active and finished ones stay.
+   * One drain-5 call removes at most 1,000 jobs; it loops until none is left.
+   */
   async drain(delayed = false): Promise<void> {
     while ((await this.scripts.drain(delayed)) > 0);
   }
 
   /**
    * Removes up to `limit` jobs (0 = no limit) of one state that are older than `grace` ms
-   * (finishedOn for finished jobs, creation otherwise). Returns the removed ids.
+   * (finishedOn for finished jobs, creation otherwise); jobs a worker holds stay. Returns the
+   * removed ids. It goes through the state one window of ids per cleanJobsInSet-2 call, so no call
+   * holds Redis (and every worker's heartbeat) for long, whatever the state's size; jobs that move
+   * while it runs may be missed.
    */
   async clean(grace: number, limit = 0, state: JobState = 'completed'): Promise<string[]> {
     if (!Number.isInteger(grace) || grace < 0) throw new EchoMQOptionError('grace', `must be a whole number of ms >= 0, got ${describe(grace)}`);
     if (!Number.isInteger(limit) || limit < 0) throw new EchoMQOptionError('limit', `must be a whole number >= 0, got ${describe(limit)}`);
     if (!ALL_STATES.includes(state)) throw new EchoMQOptionError('state', `is ${describe(state)}; use one of ${ALL_STATES.join(', ')}`);
-    return this.scripts.cleanJobsInSet(state, Date.now() - grace, limit);
+    const cutoff = Date.now() - grace;
+    const removed: string[] = [];
+    let rank = 0;
+    do {
+      const swept = await this.scripts.cleanJobsInSet(state, cutoff, limit === 0 ? 0 : limit - removed.length, rank);
+      removed.push(...swept.removed);
+      rank = swept.nextRank;
+    } while (rank >= 0 && (limit === 0 || removed.length < limit));
+    return removed;
   }
 
-  /** Deletes the queue and all its jobs. Refuses while jobs are active, unless `force`. */
+  /**
+   * Deletes the queue and all its jobs. Refuses while jobs are active, unless `force`. One
+   * obliterate-2 call deletes at most 1,000 jobs; it loops until the queue is gone.
+   */
   async obliterate(opts: { force?: boolean } = {}): Promise<void> {
     for (;;) {
       const reply = await this.scripts.obliterate(opts.force === true);

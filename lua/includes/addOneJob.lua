@@ -1,3 +1,5 @@
+-- @include emitEvent
+-- @include pushReady
 -- addOneJob(keys, prefix, job, now, maxEvents, paused): the body of addJob-9 and addJobs-9.
 -- keys: { wait, paused, meta, id, delayed, prioritized, pc, marker, events }.
 -- job: { id = custom id or "", name, data, opts, delay, priority, lifo }: delay and priority are the

@@ -1,3 +1,8 @@
+-- @include emitEvent
+-- @include deferred
+-- @include releaseFromActive
+-- @include removeJobKeys
+-- @include trimFinished
 -- finishJob(keys, job, targetKey, prefix, now, maxEvents, deferred): the finishing step of
 -- moveToFinished-14 and of each job of finishJobs-13. Verifies and releases the lock
 -- (releaseFromActive), stores the outcome, emits completed or failed, then keeps the job in the

@@ -1,3 +1,5 @@
+-- @include emitEvent
+-- @include promoteDelayed
 -- popReady(keys, n): moves up to n ready ids into active, the next first: the right end of wait,
 -- then the lowest scores of prioritized. Returns the ids moved. One id is one RPOPLPUSH; more are
 -- one RPOP with a count and one LPUSH (Redis >= 6.2), the same order as n RPOPLPUSHes.

@@ -1,3 +1,5 @@
+-- @include emitEvent
+-- @include pushReady
 -- promoteDelayed(keys, prefix, now, maxEvents): move every delayed job that is due to ready.
 -- keys: { delayed, events, and those of pushReady }. At most 1000 a call keeps one script short;
 -- the rest follow on the next pickup, which comes at once because the marker is set.
