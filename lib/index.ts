@@ -9,6 +9,3 @@ export { Scripts, SCRIPTS, type Pickup, type RateLimit, type SweepResult } from 
 export { Script, type RedisClient } from './protocol/script.js';
 export * from './runtime/index.js';
 export * from './nest/index.js';
-// The @Processor decorator takes the name; the runtime's processor function type stays reachable as ProcessorFunction.
-export { Processor } from './nest/index.js';
-export type { Processor as ProcessorFunction } from './runtime/job-runner.js';
