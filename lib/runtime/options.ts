@@ -152,6 +152,9 @@ export interface ResolvedQueueOptions {
 
 export function resolveQueueOptions(opts: QueueOptions = {}): ResolvedQueueOptions {
   const defaultJobOptions = opts.defaultJobOptions ?? {};
+  if ((defaultJobOptions as JobOptions | null)?.jobId !== undefined) {
+    throw new EchoMQOptionError('defaultJobOptions.jobId', 'would give every job of the queue the same id, so every add after the first would return that one job; pass jobId to add() instead');
+  }
   validateJobOptions(defaultJobOptions, 'defaultJobOptions.');
   return {
     prefix: prefixOf(opts.prefix),
