@@ -46,6 +46,16 @@ export interface QueueOptions {
   maxDataSize?: number;
 }
 
+export interface QueueEventsOptions {
+  connection?: ConnectionInput;
+  /** Key prefix. Default `emq`. */
+  prefix?: string;
+  /** Longest XREAD BLOCK in ms before it is sent again. Default 10,000. */
+  blockingTimeout?: number;
+  /** Start reading on construction. Default true. */
+  autorun?: boolean;
+}
+
 export interface WorkerOptions {
   connection?: ConnectionInput;
   prefix?: string;
@@ -84,6 +94,7 @@ export const DEFAULTS = {
   stalledInterval: 30_000,
   maxStalledCount: 1,
   drainDelay: 5,
+  blockingTimeout: 10_000,
   // The prioritized score is priority * 2^32 + a counter; below 2^21 it stays under 2^53, an exact double.
   maxPriority: 2 ** 21 - 1,
 } as const;
@@ -161,6 +172,21 @@ export function resolveQueueOptions(opts: QueueOptions = {}): ResolvedQueueOptio
     defaultJobOptions,
     maxEvents: positiveInt(opts.maxEvents, 'maxEvents', DEFAULTS.maxEvents),
     maxDataSize: positiveInt(opts.maxDataSize, 'maxDataSize', DEFAULTS.maxDataSize),
+  };
+}
+
+export interface ResolvedQueueEventsOptions {
+  prefix: string;
+  blockingTimeout: number;
+  autorun: boolean;
+}
+
+export function resolveQueueEventsOptions(opts: QueueEventsOptions = {}): ResolvedQueueEventsOptions {
+  if (typeof opts !== 'object' || opts === null) throw new EchoMQOptionError('QueueEvents options', `must be an object, got ${describe(opts)}`);
+  return {
+    prefix: prefixOf(opts.prefix),
+    blockingTimeout: positiveInt(opts.blockingTimeout, 'blockingTimeout', DEFAULTS.blockingTimeout),
+    autorun: opts.autorun ?? true,
   };
 }
 
