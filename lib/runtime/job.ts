@@ -1,5 +1,6 @@
 import { EchoMQError, EchoMQOptionError } from '../protocol/errors.js';
 import type { Keys } from '../protocol/keys.js';
+import { assertCustomJobId } from '../protocol/names.js';
 import type { RedisClient } from '../protocol/script.js';
 import type { Scripts } from '../protocol/scripts.js';
 import { getJobState, type JobStateOrUnknown } from './job-state.js';
@@ -23,6 +24,22 @@ export class CorruptJobError extends Error {
   override readonly name = 'CorruptJobError';
   constructor(readonly jobId: string, detail: string) {
     super(`job ${jobId} is corrupt: ${detail}`);
+  }
+}
+
+/**
+ * Whether a string can be a job's id: an automatic id (a plain integer) or a custom id as add()
+ * accepts it. Any other string would address another key of the queue (`wait`, `<id>:logs`), so a
+ * lookup by it answers "no such job" instead of WRONGTYPE or another key's contents.
+ */
+export function canNameJob(jobId: unknown): jobId is string {
+  if (typeof jobId !== 'string') return false;
+  if (/^\d+$/.test(jobId)) return true;
+  try {
+    assertCustomJobId(jobId);
+    return true;
+  } catch {
+    return false;
   }
 }
 
