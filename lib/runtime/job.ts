@@ -28,6 +28,17 @@ export class CorruptJobError extends Error {
 }
 
 /**
+ * A job that is not there any more: waitUntilFinished found neither its hash nor (among the newest
+ * events) its end, or it was removed before it finished.
+ */
+export class JobNotFoundError extends Error {
+  override readonly name = 'JobNotFoundError';
+  constructor(readonly queue: string, readonly jobId: string, detail: string) {
+    super(`job ${jobId} of queue ${queue} no longer exists: ${detail}`);
+  }
+}
+
+/**
  * Whether a string can be a job's id: an automatic id (a plain integer) or a custom id as add()
  * accepts it. Any other string would address another key of the queue (`wait`, `<id>:logs`), so a
  * lookup by it answers "no such job" instead of WRONGTYPE or another key's contents.
