@@ -4,7 +4,8 @@
 // INFO cpu count only this process's commands.
 //   npm run bench:locks            (builds dist/, then: node --expose-gc bench/locks.mjs)
 import { Redis } from 'ioredis';
-import { Keys, LockManager, Scripts } from '../dist/lib/index.js';
+import { Keys, LockManager } from '../dist/lib/index.js';
+import { Scripts } from '../dist/lib/internal.js';
 import { startRedis } from '../test/support/redis-process.js';
 import { snapshot } from './redis-meter.mjs';
 

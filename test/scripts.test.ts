@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { readdirSync } from 'node:fs';
 import { v4 as uuid } from 'uuid';
-import { EchoMQError, SCRIPTS, Scripts } from '../lib/index.js';
+import { EchoMQError } from '../lib/index.js';
+import { SCRIPTS, Scripts } from '../lib/internal.js';
 import { ADD_BATCH } from '../lib/protocol/scripts.js';
 import { findLuaDir } from '../lib/protocol/lua-source.js';
 import { newClient } from './support/redis.js';
