@@ -36,6 +36,8 @@ describe('states by name', () => {
     expect(counts.field).toBe('states[1]');
     expect(counts.message).toMatch(/use one of wait, paused, prioritized, active, delayed, completed, failed \(or waiting, for wait\)/);
     expect((await refusal(queue.getJobs('wait', 0.5))).field).toBe('start');
+    const [job] = await queue.getJobs('wait');
+    expect((await refusal(job.retry('wait' as never))).field).toBe('from');
   });
 });
 

@@ -1,6 +1,6 @@
 import { EchoMQError, EchoMQOptionError } from '../protocol/errors.js';
 import type { Keys } from '../protocol/keys.js';
-import { assertCustomJobId } from '../protocol/names.js';
+import { assertCustomJobId, describe } from '../protocol/names.js';
 import type { RedisClient } from '../protocol/script.js';
 import type { Scripts } from '../protocol/scripts.js';
 import { getJobState, type JobStateOrUnknown } from './job-state.js';
@@ -141,6 +141,7 @@ export class Job<Data = unknown, Result = unknown> {
 
   /** Sends a failed (or, with 'completed', a completed) job back to wait for a new round of attempts. */
   async retry(from: 'failed' | 'completed' = 'failed'): Promise<void> {
+    if (from !== 'failed' && from !== 'completed') throw new EchoMQOptionError('from', `is ${describe(from)}; a job is retried from "failed" or "completed"`);
     await this.context.scripts.reprocessJob(this.id, from);
     this.attemptsMade = 0;
     this.failedReason = undefined;
