@@ -7,7 +7,8 @@
 //   node bench/locks.mjs isolation (the last scenario only)
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { Keys, LockManager, Queue, Scripts } from '../dist/lib/index.js';
+import { Keys, LockManager, Queue } from '../dist/lib/index.js';
+import { Scripts } from '../dist/lib/internal.js';
 import { startRedis } from '../test/support/redis-process.js';
 import { snapshot } from './redis-meter.mjs';
 import { percentile } from './stats.mjs';

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { v4 as uuid } from 'uuid';
-import { Keys, Scripts } from '../dist/lib/index.js';
+import { Keys } from '../dist/lib/index.js';
+import { Scripts } from '../dist/lib/internal.js';
 import { freePort } from '../test/support/redis-process.js';
 
 const ROUNDS = 100;

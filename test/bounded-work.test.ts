@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { v4 as uuid } from 'uuid';
 import {
-  Keys, Queue, Scripts, Worker,
+  Keys, Queue, Worker,
   type HeartbeatLateEvent, type LockRenewalFailedEvent, type LockRenewedEvent,
 } from '../lib/index.js';
+import { Scripts } from '../lib/internal.js';
 import { startRedis, type RedisProcess } from './support/redis-process.js';
 import { eventually, uniqueQueueName } from './support/redis.js';
 

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { Keys, Scripts } from '../lib/index.js';
+import { Keys } from '../lib/index.js';
+import { Scripts } from '../lib/internal.js';
 import { Fetcher } from '../lib/runtime/fetcher.js';
 import { eventually, newClient, uniqueQueueName } from './support/redis.js';
 

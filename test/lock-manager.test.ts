@@ -1,9 +1,10 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import {
-  EchoMQOptionError, forQueue, forWorker, Keys, LockLostError, LockManager, Queue, Scripts, Worker,
+  EchoMQOptionError, forQueue, forWorker, Keys, LockLostError, LockManager, Queue, Worker,
   type HeartbeatErrorEvent, type HeartbeatLateEvent, type LockEvent, type LockRenewalFailedEvent, type LockRenewedEvent,
 } from '../lib/index.js';
+import { Scripts } from '../lib/internal.js';
 import { eventually, newClient, redisUrl, sleep, uniqueQueueName } from './support/redis.js';
 import { startRedis } from './support/redis-process.js';
 import { Periodic } from '../lib/runtime/periodic.js';

@@ -83,5 +83,7 @@ describe('the sample app over HTTP', () => {
     }, 15_000, 'the unknown job') as Record<string, unknown>;
     expect(view.failedReason).toMatch(/"unknown" has no handler in processor ReportsProcessor/);
     expect((await fetch(`${base}/jobs/does-not-exist`)).status).toBe(404);
+    // Ids that name one of the queue's own keys (these exist now) are no job either: they answered 500 (WRONGTYPE).
+    for (const key of ['failed', 'completed', 'events']) expect((await fetch(`${base}/jobs/${key}`)).status).toBe(404);
   });
 });

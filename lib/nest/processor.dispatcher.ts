@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { Job } from '../runtime/job.js';
-import type { Processor, ProcessorContext } from '../runtime/job-runner.js';
+import type { ProcessorContext, ProcessorFunction } from '../runtime/job-runner.js';
 import { UnrecoverableError } from '../runtime/unrecoverable-error.js';
 import type { Worker } from '../runtime/worker.js';
 import type { ProcessorDefinition } from './echomq.explorer.js';
@@ -21,7 +21,7 @@ export class ProcessorDispatcher {
   constructor(private readonly moduleRef: ModuleRef) {}
 
   /** The processor function for a Worker of this definition. */
-  processorFor(definition: ProcessorDefinition): Processor {
+  processorFor(definition: ProcessorDefinition): ProcessorFunction {
     return async (job: Job, context: ProcessorContext) => {
       const method = definition.handlers.get(job.name) ?? definition.defaultHandler;
       if (method === undefined) {

@@ -17,7 +17,7 @@ export interface ProcessorContext {
   signal: AbortSignal;
 }
 
-export type Processor<Data = unknown, Result = unknown> = (job: Job<Data, Result>, context: ProcessorContext) => Promise<Result> | Result;
+export type ProcessorFunction<Data = unknown, Result = unknown> = (job: Job<Data, Result>, context: ProcessorContext) => Promise<Result> | Result;
 
 /** A job just taken into active, with the token that holds its lock. */
 export interface ActiveJob {
@@ -62,7 +62,7 @@ export class JobRunner {
   private readonly handovers: HandoverRecovery;
 
   constructor(
-    private readonly processor: Processor,
+    private readonly processor: ProcessorFunction,
     private readonly scripts: Scripts,
     private readonly context: JobContext,
     private readonly locks: WorkerLocks,

@@ -1,7 +1,37 @@
+import { EchoMQOptionError } from '../protocol/errors.js';
 import type { JobState, Keys } from '../protocol/keys.js';
+import { describe } from '../protocol/names.js';
 import type { RedisClient } from '../protocol/script.js';
 
 export type JobStateOrUnknown = JobState | 'unknown';
+
+/** A state as a caller may name it: ours, or BullMQ's `waiting` for `wait`. */
+export type JobStateName = JobState | 'waiting';
+
+/** Every state whose key holds job ids. */
+export const JOB_STATES: readonly JobState[] = ['wait', 'paused', 'prioritized', 'active', 'delayed', 'completed', 'failed'];
+
+/** BullMQ's names for our states: what users coming from it type. */
+const ALIASES: Readonly<Record<string, JobState>> = { waiting: 'wait' };
+
+/**
+ * The state a caller named, as its key calls it: `waiting` is `wait`. Anything else is refused with
+ * an EchoMQOptionError naming `field`, before anything is sent (an unknown state would silently
+ * read an empty key, and a key name that is not a state answers WRONGTYPE).
+ */
+export function parseJobState(state: unknown, field = 'state'): JobState {
+  if (typeof state === 'string') {
+    if ((JOB_STATES as readonly string[]).includes(state)) return state as JobState;
+    if (Object.hasOwn(ALIASES, state)) return ALIASES[state];
+  }
+  throw new EchoMQOptionError(field, `is ${describe(state)}; use one of ${JOB_STATES.join(', ')} (or waiting, for wait)`);
+}
+
+/** parseJobState over one state or a list; the field names the position of a bad one. */
+export function parseJobStates(states: unknown, field = 'states'): JobState[] {
+  if (!Array.isArray(states)) return [parseJobState(states, field)];
+  return states.map((state, i) => parseJobState(state, `${field}[${i}]`));
+}
 
 const ZSET_STATES = ['completed', 'failed', 'delayed', 'prioritized'] as const;
 const LIST_STATES = ['active', 'wait', 'paused'] as const;

@@ -1,5 +1,6 @@
 import { EchoMQError, EchoMQOptionError } from '../protocol/errors.js';
 import type { Keys } from '../protocol/keys.js';
+import { assertCustomJobId, describe } from '../protocol/names.js';
 import type { RedisClient } from '../protocol/script.js';
 import type { Scripts } from '../protocol/scripts.js';
 import { getJobState, type JobStateOrUnknown } from './job-state.js';
@@ -23,6 +24,33 @@ export class CorruptJobError extends Error {
   override readonly name = 'CorruptJobError';
   constructor(readonly jobId: string, detail: string) {
     super(`job ${jobId} is corrupt: ${detail}`);
+  }
+}
+
+/**
+ * A job that is not there any more: waitUntilFinished found neither its hash nor (among the newest
+ * events) its end, or it was removed before it finished.
+ */
+export class JobNotFoundError extends Error {
+  override readonly name = 'JobNotFoundError';
+  constructor(readonly queue: string, readonly jobId: string, detail: string) {
+    super(`job ${jobId} of queue ${queue} no longer exists: ${detail}`);
+  }
+}
+
+/**
+ * Whether a string can be a job's id: an automatic id (a plain integer) or a custom id as add()
+ * accepts it. Any other string would address another key of the queue (`wait`, `<id>:logs`), so a
+ * lookup by it answers "no such job" instead of WRONGTYPE or another key's contents.
+ */
+export function canNameJob(jobId: unknown): jobId is string {
+  if (typeof jobId !== 'string') return false;
+  if (/^\d+$/.test(jobId)) return true;
+  try {
+    assertCustomJobId(jobId);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -113,6 +141,7 @@ export class Job<Data = unknown, Result = unknown> {
 
   /** Sends a failed (or, with 'completed', a completed) job back to wait for a new round of attempts. */
   async retry(from: 'failed' | 'completed' = 'failed'): Promise<void> {
+    if (from !== 'failed' && from !== 'completed') throw new EchoMQOptionError('from', `is ${describe(from)}; a job is retried from "failed" or "completed"`);
     await this.context.scripts.reprocessJob(this.id, from);
     this.attemptsMade = 0;
     this.failedReason = undefined;

@@ -47,6 +47,16 @@ export interface QueueOptions {
   maxDataSize?: number;
 }
 
+export interface QueueEventsOptions {
+  connection?: ConnectionInput;
+  /** Key prefix. Default `emq`. */
+  prefix?: string;
+  /** Longest XREAD BLOCK in ms before it is sent again. Default 10,000. */
+  blockingTimeout?: number;
+  /** Start reading on construction. Default true. */
+  autorun?: boolean;
+}
+
 export interface WorkerOptions {
   connection?: ConnectionInput;
   prefix?: string;
@@ -94,6 +104,7 @@ export const DEFAULTS = {
   // The usual grace a process supervisor gives a stopping process before it kills it
   // (Kubernetes' terminationGracePeriodSeconds, systemd's TimeoutStopSec are both about that).
   closeTimeout: 30_000,
+  blockingTimeout: 10_000,
   // The prioritized score is priority * 2^32 + a counter; below 2^21 it stays under 2^53, an exact double.
   maxPriority: 2 ** 21 - 1,
 } as const;
@@ -173,12 +184,30 @@ export interface ResolvedQueueOptions {
 
 export function resolveQueueOptions(opts: QueueOptions = {}): ResolvedQueueOptions {
   const defaultJobOptions = opts.defaultJobOptions ?? {};
+  if ((defaultJobOptions as JobOptions | null)?.jobId !== undefined) {
+    throw new EchoMQOptionError('defaultJobOptions.jobId', 'would give every job of the queue the same id, so every add after the first would return that one job; pass jobId to add() instead');
+  }
   validateJobOptions(defaultJobOptions, 'defaultJobOptions.');
   return {
     prefix: prefixOf(opts.prefix),
     defaultJobOptions,
     maxEvents: positiveInt(opts.maxEvents, 'maxEvents', DEFAULTS.maxEvents),
     maxDataSize: positiveInt(opts.maxDataSize, 'maxDataSize', DEFAULTS.maxDataSize),
+  };
+}
+
+export interface ResolvedQueueEventsOptions {
+  prefix: string;
+  blockingTimeout: number;
+  autorun: boolean;
+}
+
+export function resolveQueueEventsOptions(opts: QueueEventsOptions = {}): ResolvedQueueEventsOptions {
+  if (typeof opts !== 'object' || opts === null) throw new EchoMQOptionError('QueueEvents options', `must be an object, got ${describe(opts)}`);
+  return {
+    prefix: prefixOf(opts.prefix),
+    blockingTimeout: positiveInt(opts.blockingTimeout, 'blockingTimeout', DEFAULTS.blockingTimeout),
+    autorun: opts.autorun ?? true,
   };
 }
 

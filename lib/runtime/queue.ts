@@ -5,19 +5,20 @@ import type { RedisClient } from '../protocol/script.js';
 import { ADD_BATCH, Scripts, type NewJob } from '../protocol/scripts.js';
 import { CallBatcher } from './call-batcher.js';
 import { closeClient, connect } from './connection.js';
-import { Job, type JobContext } from './job.js';
+import { canNameJob, Job, type JobContext } from './job.js';
+import { JOB_STATES, parseJobState, parseJobStates, type JobStateName } from './job-state.js';
 import { resolveQueueOptions, validateJobOptions, type JobOptions, type QueueOptions, type ResolvedQueueOptions } from './options.js';
 import { explainRedisError } from './redis-health.js';
 import { toJson } from './serialize.js';
 
-export type JobCounts = Record<JobState, number>;
+/** How many jobs each state holds, keyed by the name the caller used (`waiting` or `wait`). */
+export type JobCounts = Record<JobStateName, number>;
 
 interface AddedJob {
   jobId: string;
   created: boolean;
 }
 
-const ALL_STATES: JobState[] = ['wait', 'paused', 'prioritized', 'active', 'delayed', 'completed', 'failed'];
 const LIST_STATES = new Set<JobState>(['wait', 'paused', 'active']);
 
 /**
@@ -81,7 +82,9 @@ export class Queue<Data = unknown, Result = unknown> {
     }));
   }
 
+  /** The job of this id; undefined when there is none, or the id cannot name a job (e.g. `wait`). */
   async getJob(jobId: string): Promise<Job<Data, Result> | undefined> {
+    if (!canNameJob(jobId)) return undefined;
     const hash = await this.client.hgetall(this.keys.job(jobId));
     if (!hash || Object.keys(hash).length === 0) return undefined;
     return Job.fromHash<Data, Result>(this.context, jobId, hash);
@@ -90,9 +93,12 @@ export class Queue<Data = unknown, Result = unknown> {
   /**
    * Jobs in the given states, in the order they will run (wait, paused, active, prioritized,
    * delayed: next first) or newest first (completed, failed), `start` to `end` inclusive per state.
+   * `waiting` is taken for `wait`; an unknown state is refused (EchoMQOptionError).
    */
-  async getJobs(states: JobState | JobState[] = ALL_STATES, start = 0, end = -1): Promise<Array<Job<Data, Result>>> {
-    const list = Array.isArray(states) ? states : [states];
+  async getJobs(states: JobStateName | JobStateName[] = [...JOB_STATES], start = 0, end = -1): Promise<Array<Job<Data, Result>>> {
+    const list = parseJobStates(states);
+    assertIndex(start, 'start');
+    assertIndex(end, 'end');
     const pipeline = this.client.pipeline();
     for (const state of list) {
       const key = this.keys.state(state);
@@ -111,9 +117,13 @@ export class Queue<Data = unknown, Result = unknown> {
     return jobs.filter((job): job is Job<Data, Result> => job !== undefined);
   }
 
-  /** How many jobs each state holds. */
-  async getJobCounts(...states: JobState[]): Promise<Partial<JobCounts>> {
-    const list = states.length > 0 ? states : ALL_STATES;
+  /**
+   * How many jobs each state holds (every state when none is named). The answer is keyed by the
+   * names asked for: `getJobCounts('waiting')` answers `{ waiting: n }`. An unknown state is refused.
+   */
+  async getJobCounts(...states: JobStateName[]): Promise<Partial<JobCounts>> {
+    const names: JobStateName[] = states.length > 0 ? states : [...JOB_STATES];
+    const list = parseJobStates(names);
     const pipeline = this.client.pipeline();
     for (const state of list) {
       if (LIST_STATES.has(state)) pipeline.llen(this.keys.state(state));
@@ -121,10 +131,10 @@ export class Queue<Data = unknown, Result = unknown> {
     }
     const replies = (await pipeline.exec()) ?? [];
     const counts: Partial<JobCounts> = {};
-    list.forEach((state, i) => {
+    names.forEach((name, i) => {
       const [error, reply] = replies[i];
       if (error) throw error;
-      counts[state] = reply as number;
+      counts[name] = reply as number;
     });
     return counts;
   }
@@ -157,10 +167,10 @@ export class Queue<Data = unknown, Result = unknown> {
    * holds Redis (and every worker's heartbeat) for long, whatever the state's size; jobs that move
    * while it runs may be missed.
    */
-  async clean(grace: number, limit = 0, state: JobState = 'completed'): Promise<string[]> {
+  async clean(grace: number, limit = 0, stateName: JobStateName = 'completed'): Promise<string[]> {
     if (!Number.isInteger(grace) || grace < 0) throw new EchoMQOptionError('grace', `must be a whole number of ms >= 0, got ${describe(grace)}`);
     if (!Number.isInteger(limit) || limit < 0) throw new EchoMQOptionError('limit', `must be a whole number >= 0, got ${describe(limit)}`);
-    if (!ALL_STATES.includes(state)) throw new EchoMQOptionError('state', `is ${describe(state)}; use one of ${ALL_STATES.join(', ')}`);
+    const state = parseJobState(stateName, 'state');
     const cutoff = Date.now() - grace;
     const removed: string[] = [];
     let rank = 0;
@@ -234,4 +244,9 @@ export class Queue<Data = unknown, Result = unknown> {
       return Object.keys(fields).length === 0 ? undefined : Job.fromHash<Data, Result>(this.context, ids[i], fields);
     });
   }
+}
+
+/** A getJobs bound: a whole number, negative counting from the end as in LRANGE. */
+function assertIndex(value: unknown, field: string): void {
+  if (!Number.isInteger(value)) throw new EchoMQOptionError(field, `must be a whole number, got ${describe(value)}`);
 }

@@ -9,7 +9,7 @@ import { closeClient, connect, connectBlocking, dropClient } from './connection.
 import { Fetcher } from './fetcher.js';
 import { FinishBatcher } from './finish-batcher.js';
 import type { Job, JobContext } from './job.js';
-import { JobRunner, type ActiveJob, type Processor } from './job-runner.js';
+import { JobRunner, type ActiveJob, type ProcessorFunction } from './job-runner.js';
 import { LockManager, type WorkerLocks } from './lock-manager.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { evictionPolicyWarning, redisVersionError } from './redis-health.js';
@@ -102,7 +102,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private idleEmitted = true;
   private forced = false;
 
-  constructor(readonly name: string, processor: Processor<Data, Result>, opts: WorkerConstructorOptions = {}) {
+  constructor(readonly name: string, processor: ProcessorFunction<Data, Result>, opts: WorkerConstructorOptions = {}) {
     super();
     assertQueueName(name);
     if (typeof processor !== 'function') throw new TypeError('Worker: processor must be a function (job, { token, signal }) => result');
@@ -131,7 +131,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       onProgress: (job, progress) => this.emitSafely('progress', job, progress),
     };
     this.finisher = new FinishBatcher(this.scripts, lockDuration, this.options.concurrency, () => this.running);
-    this.runner = new JobRunner(processor as Processor, this.scripts, context, this.locks, lockDuration, this.finisher, {
+    this.runner = new JobRunner(processor as ProcessorFunction, this.scripts, context, this.locks, lockDuration, this.finisher, {
       active: (job) => this.emitSafely('active', job),
       completed: (job, result) => this.emitSafely('completed', job, result),
       failed: (job, error, willRetry) => this.emitSafely('failed', job, error, willRetry),

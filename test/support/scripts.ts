@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { v4 as uuid } from 'uuid';
-import { Keys, Scripts, type Pickup } from '../../lib/index.js';
+import { Keys } from '../../lib/index.js';
+import { Scripts, type Pickup } from '../../lib/internal.js';
 import type { NewJob } from '../../lib/protocol/scripts.js';
 import { uniqueQueueName } from './redis.js';
 

@@ -1,5 +1,5 @@
 import { Queue, Worker, type Job, type WorkerConstructorOptions } from '../../lib/index.js';
-import type { Processor } from '../../lib/runtime/job-runner.js';
+import type { ProcessorFunction } from '../../lib/runtime/job-runner.js';
 import { redisUrl, uniqueQueueName } from './redis.js';
 
 /**
@@ -17,7 +17,7 @@ export class Harness {
   }
 
   /** A worker on the harness's Redis; errors are collected instead of printed. */
-  worker<D = unknown, R = unknown>(processor: Processor<D, R>, opts: WorkerConstructorOptions = {}): Worker<D, R> {
+  worker<D = unknown, R = unknown>(processor: ProcessorFunction<D, R>, opts: WorkerConstructorOptions = {}): Worker<D, R> {
     const worker = new Worker<D, R>(this.name, processor, { connection: this.url, ...opts });
     worker.on('error', (error) => this.errors.push(error));
     this.workers.push(worker as Worker);

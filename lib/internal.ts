@@ -1,0 +1,53 @@
+/**
+ * @echomq/nestjs/internal: the machinery behind the public face (lib/index.ts), for the
+ * repository's own tools (benchmarks, the fault-injection harness, tests) and for tools that speak
+ * the protocol directly. None of it carries a compatibility promise: it changes with the
+ * implementation, without a major version. An explicit list, like the public face; what is public
+ * is imported from `@echomq/nestjs`.
+ */
+
+// The protocol: every Lua script by EVALSHA, the key names, the id and name rules.
+export {
+  ADD_BATCH,
+  SCRIPTS,
+  Scripts,
+  parseLockFailures,
+  parsePickup,
+  type Finish,
+  type LockFailure,
+  type NewJob,
+  type Pickup,
+  type Retry,
+  type ScriptName,
+  type SweepResult,
+} from './protocol/scripts.js';
+export { Script, isNoScript, runPipelined, type ScriptArg, type ScriptCall } from './protocol/script.js';
+export { isErrorCode } from './protocol/codes.js';
+export { QUEUE_KEY_NAMES, type QueueKeyName } from './protocol/keys.js';
+export {
+  MAX_JOB_ID_LENGTH,
+  MAX_QUEUE_NAME_LENGTH,
+  assertCustomJobId,
+  assertPrefix,
+  assertQueueName,
+} from './protocol/names.js';
+
+// The runtime's parts and helpers.
+export {
+  DEFAULTS,
+  assertRenewBelowLock,
+  backoffDelay,
+  keepRule,
+  resolveQueueEventsOptions,
+  resolveQueueOptions,
+  resolveWorkerOptions,
+  validateJobOptions,
+  type ResolvedQueueEventsOptions,
+} from './runtime/options.js';
+export { JOB_STATES, getJobState, parseJobState, parseJobStates } from './runtime/job-state.js';
+export { canNameJob, type JobContext } from './runtime/job.js';
+export { JobRunner, type ActiveJob, type RunnerEvents } from './runtime/job-runner.js';
+export { RENEWAL_CHUNK, WorkerLocks, validateHolder, type JobLock, type LockHolder } from './runtime/lock-manager.js';
+export { closeClient, connect, connectBlocking, dropClient, isClient, type OwnedClient } from './runtime/connection.js';
+export { MIN_REDIS_VERSION, evictionPolicyWarning, explainRedisError, redisVersionError } from './runtime/redis-health.js';
+export { FINISH_EVENT_SCAN } from './runtime/wait-until-finished.js';

@@ -1,0 +1,52 @@
+import { describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import type { ProcessorFunction } from '../lib/index.js';
+
+// The package's two entries, pinned: a name joins or leaves them on purpose, in this file too.
+describe('the public face', () => {
+  it('exports exactly what users need, and none of the machinery', async () => {
+    expect(Object.keys(await import('../lib/index.js')).sort()).toEqual([
+      'CloseTimeoutError', 'CorruptJobError', 'DEFAULT_CONFIG_KEY', 'DEFAULT_PREFIX', 'EchoMQError', 'EchoMQModule', 'EchoMQOptionError',
+      'ErrorCode', 'InjectQueue', 'Job', 'JobNotFoundError', 'Keys', 'LockLostError', 'LockManager', 'OnWorkerEvent',
+      'Process', 'Processor', 'Queue', 'QueueEvents', 'RedisFullError', 'RedisVersionError', 'UnrecoverableError',
+      'Worker', 'WorkerOrchestrator', 'codeMeaning', 'codeName', 'forQueue', 'forWorker', 'getConfigToken',
+      'getQueueToken',
+    ]);
+  });
+
+  it('is an explicit list: no export * in lib/index.ts', () => {
+    expect(readFileSync(new URL('../lib/index.ts', import.meta.url), 'utf8')).not.toMatch(/export \* from/);
+  });
+
+  it('Processor is the Nest decorator; the runtime\'s function type is ProcessorFunction', async () => {
+    const { Processor } = await import('../lib/index.js');
+    expect(typeof Processor('a-queue')).toBe('function'); // a class decorator
+    const double: ProcessorFunction<number, number> = (job) => job.data * 2; // compiles only if the type is exported
+    expect(typeof double).toBe('function');
+  });
+});
+
+describe('the internal entry (@echomq/nestjs/internal)', () => {
+  it('exports the machinery for tools, and nothing of the public face', async () => {
+    const internal = Object.keys(await import('../lib/internal.js')).sort();
+    expect(internal).toEqual([
+      'ADD_BATCH', 'DEFAULTS', 'FINISH_EVENT_SCAN', 'JOB_STATES', 'JobRunner', 'MAX_JOB_ID_LENGTH', 'MAX_QUEUE_NAME_LENGTH',
+      'MIN_REDIS_VERSION', 'QUEUE_KEY_NAMES', 'RENEWAL_CHUNK', 'SCRIPTS', 'Script', 'Scripts', 'WorkerLocks',
+      'assertCustomJobId', 'assertPrefix', 'assertQueueName', 'assertRenewBelowLock', 'backoffDelay', 'canNameJob',
+      'closeClient', 'connect', 'connectBlocking', 'dropClient', 'evictionPolicyWarning', 'explainRedisError',
+      'getJobState', 'isClient', 'isErrorCode', 'isNoScript', 'keepRule', 'parseJobState', 'parseJobStates',
+      'parseLockFailures', 'parsePickup', 'redisVersionError', 'resolveQueueEventsOptions', 'resolveQueueOptions',
+      'resolveWorkerOptions', 'runPipelined', 'validateHolder', 'validateJobOptions',
+    ]);
+    const publicNames = new Set(Object.keys(await import('../lib/index.js')));
+    expect(internal.filter((name) => publicNames.has(name))).toEqual([]);
+  });
+
+  it('is in package.json "exports", with its types', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { exports: Record<string, unknown> };
+    expect(pkg.exports).toEqual({
+      '.': { types: './dist/lib/index.d.ts', import: './dist/lib/index.js' },
+      './internal': { types: './dist/lib/internal.d.ts', import: './dist/lib/internal.js' },
+    });
+  });
+});
