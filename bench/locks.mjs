@@ -50,7 +50,7 @@ async function batched(client, admin, n) {
   const pairs = await seed(client, keys, n, 'b');
   await scripts.extendLock('warm', 'x', 1); // loads the scripts' digests; not counted
   const lockManager = new LockManager();
-  const locks = lockManager.register({ workerId: 'bench', queue, scripts, lockDuration: LOCK_DURATION, lockRenewTime: RENEW_EVERY, heartbeatLateThreshold: 10_000 });
+  const locks = lockManager.register({ workerId: 'bench', queue, scripts, client, lockDuration: LOCK_DURATION, lockRenewTime: RENEW_EVERY, heartbeatLateThreshold: 10_000 });
   const handles = pairs.map(([jobId, token]) => locks.track(jobId, token, 1));
   const ticks = [];
   await new Promise((resolve) => {
@@ -108,7 +108,7 @@ function heapPerTrackedJob(client) {
   const runs = [];
   for (let run = 0; run < 3; run++) {
     const lockManager = new LockManager();
-    const locks = lockManager.register({ workerId: `heap-${run}`, queue: 'bench-heap', scripts, lockDuration: LOCK_DURATION, lockRenewTime: LOCK_DURATION - 1, heartbeatLateThreshold: 10_000 });
+    const locks = lockManager.register({ workerId: `heap-${run}`, queue: 'bench-heap', scripts, client, lockDuration: LOCK_DURATION, lockRenewTime: LOCK_DURATION - 1, heartbeatLateThreshold: 10_000 });
     const ids = Array.from({ length: n }, (_, i) => [`h-${i}`, `token-h-${i}`]);
     const before = heapUsed();
     const handles = ids.map(([jobId, token]) => locks.track(jobId, token, 1));
@@ -139,7 +139,7 @@ async function heartbeatBesideBulk(url) {
   const pairs = await seed(shared, keys, 100, 'i');
   await scripts.extendLock('warm', 'x', 1);
   const lockManager = new LockManager();
-  const locks = lockManager.register({ workerId: 'bench', queue: name, scripts, lockDuration: LOCK_DURATION, lockRenewTime: ISOLATION_TICK_MS, heartbeatLateThreshold: 60_000 });
+  const locks = lockManager.register({ workerId: 'bench', queue: name, scripts, client: shared, lockDuration: LOCK_DURATION, lockRenewTime: ISOLATION_TICK_MS, heartbeatLateThreshold: 60_000 });
   const handles = pairs.map(([jobId, token]) => locks.track(jobId, token, 1));
   let sink;
   lockManager.renewed$.subscribe((tick) => sink?.push(tick.roundTripMs));

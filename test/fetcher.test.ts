@@ -24,7 +24,7 @@ function client(): Redis {
 }
 
 function fetcher(keys: Keys, shared: Redis): Fetcher {
-  const made = new Fetcher(new Scripts(shared, keys, 1000), client(), 30_000, DRAIN_DELAY_S);
+  const made = new Fetcher(new Scripts(shared, keys, 1000), shared, client(), keys, { lockDuration: 30_000, drainDelay: DRAIN_DELAY_S });
   fetchers.push(made);
   return made;
 }

@@ -157,7 +157,7 @@ describe('LockManager: the heartbeat', () => {
     const keys = new Keys(name);
     const scripts = new Scripts(client, keys, 1000);
     const lockManager = new LockManager({ renewalChunkSize: 250 });
-    const locks = lockManager.register({ workerId: 'w1', queue: name, scripts, lockDuration: 5000, lockRenewTime: 200, heartbeatLateThreshold: 1000 });
+    const locks = lockManager.register({ workerId: 'w1', queue: name, scripts, client, lockDuration: 5000, lockRenewTime: 200, heartbeatLateThreshold: 1000 });
     const pipelines: number[] = [];
     // The ticks go on the LockManager's renewal connection (a duplicate of `client`), so every
     // Redis instance's pipeline() is watched while this test runs.
@@ -282,7 +282,7 @@ describe('Periodic parts report what a run throws', () => {
     scripts.extendLocksCall = () => { throw new Error('could not build the renewal'); };
     const lockManager = new LockManager();
     const errors = collect<HeartbeatErrorEvent>(lockManager.heartbeatError$);
-    const locks = lockManager.register({ workerId: 'w1', queue: name, scripts, lockDuration: 5000, lockRenewTime: 100, heartbeatLateThreshold: 1000 });
+    const locks = lockManager.register({ workerId: 'w1', queue: name, scripts, client, lockDuration: 5000, lockRenewTime: 100, heartbeatLateThreshold: 1000 });
     const handle = locks.track('1', 'token', 1);
     try {
       await eventually(() => errors.length >= 2, 3000, 'two failed ticks reported');
@@ -313,8 +313,10 @@ describe('LockManager: timing options', () => {
 
   it('refuses the same timing when a holder registers with a LockManager directly', () => {
     const lockManager = new LockManager();
+    // Nothing is sent: a holder that registers is renewed only once it tracks a job.
     const scripts = {} as Scripts;
-    const holder = { workerId: 'w', queue: name, scripts, lockDuration: 1000, lockRenewTime: 500, heartbeatLateThreshold: 100 };
+    const client = {} as Redis;
+    const holder = { workerId: 'w', queue: name, scripts, client, lockDuration: 1000, lockRenewTime: 500, heartbeatLateThreshold: 100 };
     expect(() => lockManager.register({ ...holder, lockRenewTime: 1000 })).toThrow(/must be below lockDuration/);
     expect(() => lockManager.register({ ...holder, lockDuration: 0 })).toThrow(/lockDuration/);
     expect(() => lockManager.register({ ...holder, heartbeatLateThreshold: -1 })).toThrow(/heartbeatLateThreshold/);

@@ -475,14 +475,15 @@ describe('finishJobs-13 (the batch form of moveToFinished-14)', () => {
     expect(await client.zcard(s.keys.completed)).toBe(2);
 
     const limited = scriptsFor(client);
-    const rated = new Scripts(client, limited.keys, 1000, { max: 2, duration: 60_000 });
+    const rated = new Scripts(client, limited.keys, 1000);
+    const limit = { max: 2, duration: 60_000 };
     await rated.addJobs(Array.from({ length: 5 }, () => newJob()));
     const firstToken = uuid();
-    const first = await rated.moveToActive(firstToken, 20_000, Date.now());
-    const [second] = await rated.finishJobs([finish(first.job!.id, firstToken, next())], Date.now(), 20_000);
+    const first = await rated.moveToActive(firstToken, 20_000, Date.now(), limit);
+    const [second] = await rated.finishJobs([finish(first.job!.id, firstToken, next())], Date.now(), 20_000, limit);
     expect('job' in second && second.job?.id).toBe('2'); // the window's second pickup
     const secondToken = (await client.get(limited.keys.lock('2')))!;
-    const [cut] = await rated.finishJobs([finish('2', secondToken, next())], Date.now(), 20_000);
+    const [cut] = await rated.finishJobs([finish('2', secondToken, next())], Date.now(), 20_000, limit);
     expect('job' in cut && cut.job).toBeUndefined();
     expect('rateLimitedFor' in cut && cut.rateLimitedFor).toBeGreaterThan(50_000);
     expect(await client.zcard(limited.keys.completed)).toBe(2);

@@ -100,17 +100,20 @@ export interface LockFailure {
 
 /**
  * Scripts: the typed bindings of one queue's scripts. Each method builds its KEYS array in exactly
- * one place, from `Keys`, and turns a negative code into an `EchoMQError`.
+ * one place, from `Keys`, and turns a negative code into an `EchoMQError`. It knows keys, scripts
+ * and codes only: it sends no other command and hands out neither its connection nor its keys.
+ * A worker's own settings (the lock duration, the rate limit) are arguments of the calls that use
+ * them; `maxEvents`, the bound of the queue's events stream that every script writing an event
+ * trims to, is the one value fixed per instance.
  */
 export class Scripts {
   /** PICKUP_KEYS of this queue, built once: every pickup and finish sends them. */
   private readonly pickupKeyNames: string[];
 
   constructor(
-    readonly client: RedisClient,
-    readonly keys: Keys,
-    readonly maxEvents: number,
-    readonly rateLimit?: RateLimit,
+    private readonly client: RedisClient,
+    private readonly keys: Keys,
+    private readonly maxEvents: number,
   ) {
     this.pickupKeyNames = PICKUP_KEYS.map((name) => keys[name]);
   }
@@ -157,8 +160,8 @@ export class Scripts {
     return results;
   }
 
-  async moveToActive(token: string, lockDuration: number, timestamp: number): Promise<Pickup> {
-    const limit = this.rateLimit;
+  /** Takes the next ready job into active under `token`; `limit` is the worker's rate limit, if any. */
+  async moveToActive(token: string, lockDuration: number, timestamp: number, limit?: RateLimit): Promise<Pickup> {
     const reply = await this.call({
       script: SCRIPTS.moveToActive,
       keys: this.pickupKeys(),
@@ -168,9 +171,8 @@ export class Scripts {
   }
 
   /** Finishes a job; returns the next job's pickup when `finish.next` asked for one. */
-  async moveToFinished(finish: Finish): Promise<Pickup> {
+  async moveToFinished(finish: Finish, limit?: RateLimit): Promise<Pickup> {
     const k = this.keys;
-    const limit = this.rateLimit;
     const reply = await this.call({
       script: SCRIPTS.moveToFinished,
       keys: [...this.pickupKeys(), k.state(finish.outcome), k.job(finish.jobId), k.lock(finish.jobId)],
@@ -187,9 +189,8 @@ export class Scripts {
    * result per finish, in order: the Pickup its fetch-next took (`finish.next`), or the EchoMQError
    * that refused it (that job is left as it was; the others are not affected).
    */
-  async finishJobs(finishes: Finish[], pickupTimestamp: number, lockDuration: number): Promise<Array<Pickup | EchoMQError>> {
+  async finishJobs(finishes: Finish[], pickupTimestamp: number, lockDuration: number, limit?: RateLimit): Promise<Array<Pickup | EchoMQError>> {
     const k = this.keys;
-    const limit = this.rateLimit;
     const args: ScriptArg[] = [k.base, pickupTimestamp, this.maxEvents, lockDuration, limit?.max ?? 0, limit?.duration ?? 0];
     for (const f of finishes) {
       args.push(f.jobId, f.token, f.outcome, f.value, f.stacktrace, f.keepCount, f.keepAgeMs, f.next?.token ?? '', f.timestamp);

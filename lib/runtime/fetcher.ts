@@ -1,6 +1,7 @@
 import type { RedisClient } from '../protocol/script.js';
 import { dropClient } from './connection.js';
-import type { Pickup, Scripts } from '../protocol/scripts.js';
+import type { Keys } from '../protocol/keys.js';
+import type { Pickup, RateLimit, Scripts } from '../protocol/scripts.js';
 import { Sleeper } from './sleeper.js';
 
 /**
@@ -18,6 +19,14 @@ import { Sleeper } from './sleeper.js';
  * Every wait ends at interrupt(): the rate-limit window too (an hourly limiter would otherwise
  * hold a closing worker for up to an hour).
  */
+/** The worker settings a fetch uses. */
+export interface FetchSettings {
+  lockDuration: number;
+  /** Longest BZPOPMIN block, in seconds. */
+  drainDelay: number;
+  limiter?: RateLimit;
+}
+
 export class Fetcher {
   private readonly sleeper = new Sleeper();
   private interrupted = false;
@@ -26,14 +35,16 @@ export class Fetcher {
 
   constructor(
     private readonly scripts: Scripts,
+    /** The worker's shared connection: a marker popped while nobody waits is put back on it. */
+    private readonly client: RedisClient,
     private readonly blockingClient: RedisClient,
-    private readonly lockDuration: number,
-    private readonly drainDelaySeconds: number,
+    private readonly keys: Keys,
+    private readonly settings: FetchSettings,
   ) {}
 
   /** Takes the next ready job into active under `token` (moveToActive-11). */
   fetch(token: string): Promise<Pickup> {
-    return this.scripts.moveToActive(token, this.lockDuration, Date.now());
+    return this.scripts.moveToActive(token, this.settings.lockDuration, Date.now(), this.settings.limiter);
   }
 
   /** Waits until there may be work: after a rate-limit window, on the marker, when a delayed job is due, or a timeout. */
@@ -50,13 +61,12 @@ export class Fetcher {
     }
     const block = (this.block ??= this.startBlock());
     this.waiting = true;
-    let timer: NodeJS.Timeout | undefined;
     try {
-      if (untilDue >= this.drainDelaySeconds * 1000) await block;
-      else await Promise.race([block, new Promise((resolve) => (timer = setTimeout(resolve, untilDue)))]);
+      // interrupt() ends the wait itself, not only the block: a BZPOPMIN that ioredis holds to
+      // send again after a reconnect is never settled when the connection is dropped meanwhile.
+      await this.sleeper.race(untilDue >= this.settings.drainDelay * 1000 ? Infinity : untilDue, block);
     } finally {
       this.waiting = false;
-      clearTimeout(timer);
     }
   }
 
@@ -68,13 +78,13 @@ export class Fetcher {
   }
 
   private startBlock(): Promise<unknown> {
-    const marker = this.scripts.keys.marker;
+    const marker = this.keys.marker;
     // Redis takes fractional seconds; 1 ms is its finest step.
-    const block: Promise<unknown> = this.blockingClient.bzpopmin(marker, Math.max(0.001, this.drainDelaySeconds).toFixed(3))
+    const block: Promise<unknown> = this.blockingClient.bzpopmin(marker, Math.max(0.001, this.settings.drainDelay).toFixed(3))
       .then((popped) => {
         if (popped && !this.waiting && !this.interrupted) {
           const [, member, score] = popped as [string, string, string];
-          void this.scripts.client.zadd(marker, score, member).catch(() => undefined);
+          void this.client.zadd(marker, score, member).catch(() => undefined);
         }
         return popped;
       })

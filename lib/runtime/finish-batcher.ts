@@ -1,5 +1,5 @@
 import { EchoMQError } from '../protocol/errors.js';
-import type { Finish, Pickup, Scripts } from '../protocol/scripts.js';
+import type { Finish, Pickup, RateLimit, Scripts } from '../protocol/scripts.js';
 import { CallBatcher } from './call-batcher.js';
 
 /**
@@ -20,9 +20,10 @@ import { CallBatcher } from './call-batcher.js';
 export class FinishBatcher {
   private readonly batcher: CallBatcher<Finish, Pickup>;
 
-  constructor(scripts: Scripts, lockDuration: number, concurrency: number, runningJobs: () => number) {
+  /** `limiter`: the worker's rate limit, which the fetch-next pickups obey. */
+  constructor(scripts: Scripts, lockDuration: number, limiter: RateLimit | undefined, concurrency: number, runningJobs: () => number) {
     this.batcher = new CallBatcher<Finish, Pickup>(
-      (batch) => (batch.length === 1 ? finishOne(scripts, batch[0]) : scripts.finishJobs(batch, Date.now(), lockDuration)),
+      (batch) => (batch.length === 1 ? finishOne(scripts, batch[0], limiter) : scripts.finishJobs(batch, Date.now(), lockDuration, limiter)),
       finishBatchSize(concurrency),
       (pending, inFlight) => pending + inFlight >= runningJobs(),
     );
@@ -44,9 +45,9 @@ export function finishBatchSize(concurrency: number): number {
   return Math.min(100, Math.max(1, Math.ceil(concurrency / 2)));
 }
 
-async function finishOne(scripts: Scripts, finish: Finish): Promise<Array<Pickup | Error>> {
+async function finishOne(scripts: Scripts, finish: Finish, limiter: RateLimit | undefined): Promise<Array<Pickup | Error>> {
   try {
-    return [await scripts.moveToFinished(finish)];
+    return [await scripts.moveToFinished(finish, limiter)];
   } catch (error) {
     if (error instanceof EchoMQError) return [error];
     throw error;

@@ -70,7 +70,7 @@ export class LockManager {
   register(holder: LockHolder): WorkerLocks {
     if (this.workers.has(holder.workerId)) throw new Error(`worker ${holder.workerId} is already registered with this LockManager`);
     validateHolder(holder); // before it takes a share of a renewal connection
-    const lease = this.renewalConnections.join(holder.scripts.client);
+    const lease = this.renewalConnections.join(holder.client);
     const locks = new WorkerLocks(holder, this.chunkSize, this.emitter(), lease, () => this.workers.delete(holder.workerId));
     this.workers.set(holder.workerId, locks);
     return locks;

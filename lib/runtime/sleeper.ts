@@ -11,9 +11,28 @@ export class Sleeper {
 
   /** Resolves after `ms` (Infinity: only when woken), or at the next wake(), whichever is first. */
   sleep(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
+    return this.start(ms).slept;
+  }
+
+  /**
+   * Waits for `work` as a sleep: it ends when `work` settles (its rejection is thrown), after `ms`,
+   * or at the next wake(). The sleep is cleared either way, so a long series of waits leaves
+   * nothing behind.
+   */
+  async race(ms: number, work: Promise<unknown>): Promise<void> {
+    const { slept, end } = this.start(ms);
+    try {
+      await Promise.race([slept, work]);
+    } finally {
+      end();
+    }
+  }
+
+  private start(ms: number): { slept: Promise<void>; end: () => void } {
+    let end!: () => void;
+    const slept = new Promise<void>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
-      const end = () => {
+      end = () => {
         clearTimeout(timer);
         this.sleeping.delete(end);
         resolve();
@@ -22,6 +41,7 @@ export class Sleeper {
       // setTimeout takes at most 2^31 - 1 ms; anything longer is a sleep until woken.
       if (ms <= MAX_TIMER_MS) timer = setTimeout(end, Math.max(0, ms));
     });
+    return { slept, end };
   }
 
   /** Ends every sleep in progress. */

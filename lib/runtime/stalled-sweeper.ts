@@ -1,3 +1,5 @@
+import type { Keys } from '../protocol/keys.js';
+import type { RedisClient } from '../protocol/script.js';
 import type { Scripts, SweepResult } from '../protocol/scripts.js';
 import { Periodic } from './periodic.js';
 
@@ -16,6 +18,9 @@ export class StalledSweeper {
 
   constructor(
     private readonly scripts: Scripts,
+    /** The worker's shared connection, for the wake-up marker and the guard's PTTL. */
+    private readonly client: RedisClient,
+    private readonly keys: Keys,
     private readonly settings: SweeperSettings,
     private readonly onSwept: (result: SweepResult) => void,
     /** A sweep that failed (Redis unreachable, a script error); the next one is due an interval later. */
@@ -41,7 +46,7 @@ export class StalledSweeper {
   async sweep(): Promise<SweepResult> {
     const { maxStalledCount, stalledInterval } = this.settings;
     const result = await this.scripts.moveStalledJobsToWait(maxStalledCount, Date.now(), stalledInterval);
-    if (result.movedToWait.length > 0) await this.scripts.client.zadd(this.scripts.keys.marker, 0, '0');
+    if (result.movedToWait.length > 0) await this.client.zadd(this.keys.marker, 0, '0');
     if (result.movedToWait.length > 0 || result.movedToFailed.length > 0) this.onSwept(result);
     return result;
   }
@@ -49,7 +54,7 @@ export class StalledSweeper {
   /** One try; answers when the next is due: 1 ms after the guard expires. What it throws goes to onError. */
   private async sweepAndTime(): Promise<number | void> {
     await this.sweep();
-    const guardLeft = await this.scripts.client.pttl(this.scripts.keys.stalledCheck);
+    const guardLeft = await this.client.pttl(this.keys.stalledCheck);
     if (guardLeft > 0) return guardLeft + 1;
     if (guardLeft === -2) return 1; // expired between the two calls: try again at once
   }

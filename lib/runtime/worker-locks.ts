@@ -1,7 +1,7 @@
 import { codeMeaning } from '../protocol/codes.js';
 import { EchoMQOptionError } from '../protocol/errors.js';
 import { describe } from '../protocol/names.js';
-import { runPipelined, type ScriptCall } from '../protocol/script.js';
+import { runPipelined, type RedisClient, type ScriptCall } from '../protocol/script.js';
 import { parseLockFailures, type Scripts } from '../protocol/scripts.js';
 import type {
   HeartbeatErrorEvent, HeartbeatLateEvent, LockAcquiredEvent, LockReleasedEvent,
@@ -24,6 +24,8 @@ export interface LockHolder {
   workerId: string;
   queue: string;
   scripts: Scripts;
+  /** The connection the worker's scripts use: its renewals go on a duplicate of it. */
+  client: RedisClient;
   /** The lock TTL (ms) each renewal sets. */
   lockDuration: number;
   /** The heartbeat interval (ms); must be below lockDuration unless `allowLapsingRenewTime`. */

@@ -112,16 +112,16 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.client = client;
     this.ownsClient = owned;
     this.blockingClient = connectBlocking(opts.connection);
-    this.scripts = new Scripts(client, this.keys, this.options.maxEvents, this.options.limiter);
+    this.scripts = new Scripts(client, this.keys, this.options.maxEvents);
     this.lockManager = opts.lockManager ?? new LockManager();
     this.ownsLockManager = opts.lockManager === undefined;
     const { lockDuration, lockRenewTime, heartbeatLateThreshold, lockRenewUnsafe } = this.options;
     this.locks = this.lockManager.register({
-      workerId: this.id, queue: name, scripts: this.scripts, lockDuration, lockRenewTime, heartbeatLateThreshold,
+      workerId: this.id, queue: name, scripts: this.scripts, client, lockDuration, lockRenewTime, heartbeatLateThreshold,
       allowLapsingRenewTime: lockRenewUnsafe,
     });
-    this.fetcher = new Fetcher(this.scripts, this.blockingClient, lockDuration, this.options.drainDelay);
-    this.sweeper = new StalledSweeper(this.scripts, this.options, (result) => {
+    this.fetcher = new Fetcher(this.scripts, client, this.blockingClient, this.keys, this.options);
+    this.sweeper = new StalledSweeper(this.scripts, client, this.keys, this.options, (result) => {
       this.lockManager.reportStalled(name, this.id, result);
       for (const { jobId } of result.movedToWait) this.emitSafely('stalled', jobId, 'wait');
       for (const { jobId } of result.movedToFailed) this.emitSafely('stalled', jobId, 'failed');
@@ -130,7 +130,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       queueName: name, keys: this.keys, scripts: this.scripts, client,
       onProgress: (job, progress) => this.emitSafely('progress', job, progress),
     };
-    this.finisher = new FinishBatcher(this.scripts, lockDuration, this.options.concurrency, () => this.running);
+    this.finisher = new FinishBatcher(this.scripts, lockDuration, this.options.limiter, this.options.concurrency, () => this.running);
     this.runner = new JobRunner(processor as ProcessorFunction, this.scripts, context, this.locks, lockDuration, this.finisher, {
       active: (job) => this.emitSafely('active', job),
       completed: (job, result) => this.emitSafely('completed', job, result),
