@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { asError, reportOnErrorChannel } from './error-channel.js';
 import { v4 as uuid } from 'uuid';
 import { Keys } from '../protocol/keys.js';
 import { assertQueueName } from '../protocol/names.js';
@@ -374,20 +375,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     try {
       (this.emit as (event: E, ...args: WorkerEvents[E]) => boolean)(event, ...args);
     } catch (error) {
-      this.reportError(error instanceof Error ? error : new Error(String(error)));
+      this.reportError(asError(error));
     }
   }
 
-  /** Never throws: it runs inside the fetch loop and the close, whose promises nobody may be awaiting. */
   private reportError(error: Error): void {
-    try {
-      if (this.listenerCount('error') > 0) {
-        this.emit('error', error);
-        return;
-      }
-    } catch (thrown) {
-      console.error(`EchoMQ worker for queue ${this.name}: an 'error' listener threw`, thrown);
-    }
-    console.error(`EchoMQ worker for queue ${this.name}:`, error);
+    reportOnErrorChannel(this as EventEmitter, `worker for queue ${this.name}`, error);
   }
 }
