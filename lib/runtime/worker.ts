@@ -314,14 +314,17 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         const token = uuid();
         const sentAt = Date.now();
         let pickup;
+        let sentTwice;
         this.fetching = true;
         try {
-          pickup = await this.fetcher.fetch(token);
+          ({ pickup, sentTwice } = await this.fetcher.fetch(token));
         } finally {
           this.fetching = false;
           this.sleeper.wake(); // a pause() may be waiting for this fetch
         }
         failures = 0;
+        // Ours as much as pickup.job is (the same token locks them): run them, not strand them.
+        for (const job of sentTwice) this.startChain({ id: job.id, fields: job.fields, token, acquiredAt: sentAt });
         if (pickup.job) {
           this.idleEmitted = false;
           this.startChain({ id: pickup.job.id, fields: pickup.job.fields, token, acquiredAt: sentAt });
