@@ -98,6 +98,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private fetching = false;
   private loop?: Promise<void>;
   private closing?: Promise<void>;
+  /** Resolved by the first close(): run() resolves with the close, not with the fetch loop. */
+  private closeRequested!: () => void;
+  private readonly closeBegan = new Promise<void>((resolve) => (this.closeRequested = resolve));
   /** What close() waits for now, named by a CloseTimeoutError if the time runs out. */
   private closeStep = 'nothing';
   private idleEmitted = true;
@@ -214,6 +217,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       if (this.closing) this.giveUpJobs(new Error(`worker ${this.id} closed without waiting for its jobs`));
     }
     this.closing ??= this.shutdown();
+    this.closeRequested();
     return this.closing;
   }
 
@@ -274,9 +278,13 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.reportError(error);
   }
 
+  /**
+   * What run() answers. Not the fetch loop: past closeTimeout its last call may never settle (Redis
+   * is away), and the close has then given it up.
+   */
   private async closed(): Promise<void> {
-    await this.loop;
-    if (this.closing) await this.closing;
+    await this.closeBegan;
+    await this.closing;
   }
 
   /** Moves the lifecycle on (only along TRANSITIONS) and wakes every wait, which rechecks its condition. */
