@@ -8,10 +8,10 @@ import type { Redis } from 'ioredis';
  * helper as a global, on whatever path calls it; this sees it without running the path.
  */
 export async function luaGlobals(client: Redis, source: string): Promise<{ reads: string[]; writes: string[] }> {
-  const dump = await client.evalBuffer(
-    'local f, err = loadstring(ARGV[1], "=script") if not f then return redis.error_reply(err) end return string.dump(f)',
+  const dump = (await client.callBuffer(
+    'EVAL', 'local f, err = loadstring(ARGV[1], "=script") if not f then return redis.error_reply(err) end return string.dump(f)',
     0, source,
-  );
+  )) as Buffer;
   const reads = new Set<string>();
   const writes = new Set<string>();
   new BytecodeReader(dump).chunk(reads, writes);
