@@ -73,7 +73,7 @@ export async function readState(client: Redis, queue: string, expected: Record<s
     else if (type === 'hash') stored = { type, value: asUnordered(pairs(await client.hgetall(key).then(Object.entries).then((e) => e.flat())), want, 2) };
     else if (type === 'list') stored = { type, value: await client.lrange(key, 0, -1) };
     else if (type === 'set') stored = { type, value: asUnordered((await client.smembers(key)).map((m) => [m]), want, 1) };
-    else if (type === 'zset') stored = { type, value: await client.zrange(key, 0, -1, 'WITHSCORES') };
+    else if (type === 'zset') stored = { type, value: await client.zrange(key, '0', '-1', 'WITHSCORES') };
     else if (type === 'stream') stored = { type, value: (await client.xrange(key, '-', '+')).map(([, fields]) => fields) };
     else throw new Error(`${key}: type ${type} has no notation in the vectors`);
     const pttl = await client.pttl(key);
