@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { SCRIPTS } from '../lib/internal.js';
 import { findLuaDir } from '../lib/protocol/lua-source.js';
 import { luaGlobals, undefinedInRedis } from './support/lua-globals.js';
-import { newClient } from './support/redis.js';
+import { newClient, uniqueQueueName } from './support/redis.js';
 
 // lua/ is what every runtime loads: generated from lua-src/, and each file runnable as is.
 const client = newClient();
@@ -15,6 +15,31 @@ afterAll(() => client.quit());
 const luaDir = findLuaDir();
 const root = dirname(luaDir);
 const luaFiles = readdirSync(luaDir).filter((f) => f.endsWith('.lua')).sort();
+
+const NOW = '1700000100000';
+/**
+ * ARGV that make each script do a call's work on an empty queue (add a job, pause, drain, ...) or
+ * answer its "no such job" code; the five fixed scripts run every path in conformance/.
+ */
+const SMOKE_ARGV: Record<string, (prefix: string) => string[]> = {
+  'addJob-9.lua': (p) => [p, '', 'smoke', '{}', '{}', NOW, '0', '0', '0', '100'],
+  'addJobs-9.lua': (p) => [p, '100', '', 'smoke', '{}', '{}', NOW, '0', '0', '0', 'custom', 'smoke', '{}', '{}', NOW, '5000', '0', '0'],
+  'addLog-2.lua': () => ['a line', '0'],
+  'cleanJobsInSet-2.lua': (p) => [p, NOW, '0', '100', '0'],
+  'drain-5.lua': (p) => [p, '1', '100'],
+  'extendLock-2.lua': () => ['token', '30000', '1'],
+  'extendLocks-1.lua': (p) => [p, '30000', '1', 'token'],
+  'finishJobs-13.lua': (p) => [p, NOW, '100', '30000', '0', '0', '1', 'token', 'completed', '"ok"', '', '-1', '0', 'next-token', NOW],
+  'moveStalledJobsToWait-8.lua': (p) => ['1', p, NOW, '30000'],
+  'moveToActive-11.lua': (p) => [p, 'token', '30000', NOW, '100', '0', '0'],
+  'moveToFinished-14.lua': (p) => ['1', 'token', NOW, 'completed', '"ok"', '', '-1', '0', '1', p, 'next-token', '30000', '100', '0', '0'],
+  'obliterate-2.lua': (p) => [p, '1'],
+  'pause-6.lua': () => ['pause', '100'],
+  'removeJob-10.lua': () => ['1', '100'],
+  'reprocessJob-9.lua': () => ['1', '100'],
+  'retryJob-12.lua': () => ['1', 'token', NOW, '0', 'reason', '[]', '100'],
+  'updateProgress-2.lua': () => ['1', '5', '100'],
+};
 
 describe('lua/', () => {
   it('is what npm run build:lua writes from lua-src/ (run it after editing lua-src/)', () => {
@@ -51,6 +76,18 @@ describe('lua/', () => {
       expect(script.lua).toBe(text);
       expect(await client.script('LOAD', text)).toBe(createHash('sha1').update(text).digest('hex'));
       expect(script.sha).toBe(createHash('sha1').update(text).digest('hex'));
+    }
+  });
+
+  it('runs as is: EVAL of each file, unchanged, on an empty queue', async () => {
+    expect(Object.keys(SMOKE_ARGV).sort()).toEqual(luaFiles);
+    for (const file of luaFiles) {
+      const prefix = `emq:{${uniqueQueueName('as-is')}}:`;
+      const numberOfKeys = Number(/-(\d+)\.lua$/.exec(file)![1]);
+      const keys = Array.from({ length: numberOfKeys }, (_, i) => `${prefix}key${i + 1}`);
+      const outcome = await client.eval(readFileSync(join(luaDir, file), 'utf8'), numberOfKeys, ...keys, ...SMOKE_ARGV[file](prefix))
+        .then(() => 'ran', (error: Error) => error.message);
+      expect({ file, outcome }).toEqual({ file, outcome: 'ran' });
     }
   });
 });
