@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { CloseTimeoutError, Keys, Queue, Worker, type Job } from '../lib/index.js';
+import { CloseTimeoutError, Keys, LockManager, Queue, Worker, type Job } from '../lib/index.js';
 import { SCRIPTS, Scripts } from '../lib/protocol/scripts.js';
 import { FaultyProxy } from './support/faulty-proxy.js';
 import { eventually, newClient, redisUrl, sleep, uniqueQueueName } from './support/redis.js';
@@ -157,5 +157,37 @@ describe('a lost reply to a finishing script', () => {
     expect(completed.sort()).toEqual([delayed.id, ready.id].sort());
     const jobs = await queue.getJobs('completed');
     expect(jobs.map((j) => [j.attemptsStarted, j.stalledCounter])).toEqual([[1, 0], [1, 0]]);
+  });
+});
+
+describe('a heartbeat that gets no answer', () => {
+  it('reports each tick that waited a whole interval, and aborts the job once its lock can no longer be shown alive', async () => {
+    const name = uniqueQueueName('silentbeat');
+    const queue = new Queue(name, { connection: redisUrl() });
+    closers.push(() => queue.close());
+    const lockManager = new LockManager();
+    const heartbeatErrors: string[] = [];
+    const renewalFailures: string[] = [];
+    lockManager.heartbeatError$.subscribe((e) => heartbeatErrors.push(e.error.message));
+    lockManager.renewalFailed$.subscribe((e) => renewalFailures.push(`${e.jobId} ${e.code}`));
+    let aborted: unknown;
+    const worker = new Worker(name, async (_job, { signal }) => {
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+      aborted = signal.reason;
+    }, { connection: proxy.url, lockManager, lockDuration: 1000, lockRenewTime: 300, stalledInterval: 60_000 });
+    worker.on('error', () => undefined);
+    closers.push(() => worker.close(true));
+    const job = await queue.add('j', {});
+    await eventually(() => lockManager.trackedCount(worker.id) === 1, 5000, 'the job to be tracked');
+    // The renewal connection is opened at the first tick: it can never connect, so each tick's
+    // pipeline waits offline for ever. The worker's shared connection goes on working.
+    proxy.setMode('refuseNew');
+
+    await eventually(() => renewalFailures.length === 1, 4000, 'the job to be given up');
+    expect(renewalFailures).toEqual([`${job.id} -2`]);
+    expect(heartbeatErrors.length).toBeGreaterThanOrEqual(2);
+    expect(heartbeatErrors[0]).toMatch(/no answer within lockRenewTime \(300 ms\)/);
+    await eventually(() => aborted !== undefined, 2000, 'the signal to abort');
+    expect(String(aborted)).toMatch(/no renewal of its lock was confirmed for lockDuration/);
   });
 });

@@ -253,16 +253,39 @@ export class WorkerLocks {
     if (lateByMs > heartbeatLateThreshold) {
       this.emit.heartbeatLate({ type: 'heartbeatLate', queue, workerId, at: firedAt, lateByMs, marginMs: oldest + lockDuration - firedAt, lockDuration, jobCount: jobs.length });
     }
-    let replies: Array<[Error | null, unknown]>;
+    let replies: Array<[Error | null, unknown]> | undefined;
+    let failure: Error | undefined;
     try {
-      replies = await inFlight;
+      // At most one interval: a tick that waits for ever (a renewal connection that never becomes
+      // ready) would stop the heartbeat without a word, since the next tick waits for this one.
+      replies = await withinMs(inFlight, this.holder.lockRenewTime);
+      if (!replies) failure = new Error(`the renewals of ${jobs.length} jobs got no answer within lockRenewTime (${this.holder.lockRenewTime} ms)`);
     } catch (error) {
+      failure = error as Error;
+    }
+    if (failure) {
       // Given up (abandon() dropped the connection): nobody is owed a report about these jobs.
-      if (!this.unregistered) this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at: Date.now(), error: error as Error, jobCount: jobs.length });
+      if (this.unregistered) return;
+      this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at: Date.now(), error: failure, jobCount: jobs.length });
+      this.loseUnconfirmed(jobs);
       return;
     }
     const roundTripMs = Date.now() - sentAt;
-    this.apply(jobs, replies, sentAt, roundTripMs, firedAt);
+    this.apply(jobs, replies!, sentAt, roundTripMs, firedAt);
+  }
+
+  /**
+   * After a tick that could not renew: a job whose last confirmed renewal was sent lockDuration ago
+   * or more can no longer be shown to hold its lock, and another worker may take it after a sweep.
+   * Its signal is aborted (-2) so the handler stops; a job being finished is its finish's to judge.
+   */
+  private loseUnconfirmed(jobs: TrackedJob[]): void {
+    const now = Date.now();
+    const { lockDuration } = this.holder;
+    for (const job of jobs) {
+      if (!this.holds(job) || job.releasing || job.renewedAt + lockDuration > now) continue;
+      this.lose(job, -2, `no renewal of its lock was confirmed for lockDuration (${lockDuration} ms): it may have lapsed`, now);
+    }
   }
 
   /** A tick that threw (not a Redis error, which tick() reports itself): the heartbeat skipped, so say so. */
@@ -299,5 +322,16 @@ export class WorkerLocks {
     });
     if (renewedIds.length > 0) this.emit.renewed({ type: 'renewed', queue, workerId, at, jobIds: renewedIds, roundTripMs, tickMs: Date.now() - firedAt });
     for (const [job, code] of lost) this.lose(job, code, codeMeaning(code), at);
+  }
+}
+
+/** The promise's value, or undefined when it has not settled within `ms` (its late outcome is ignored). */
+async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  promise.catch(() => undefined);
+  try {
+    return await Promise.race([promise, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]);
+  } finally {
+    clearTimeout(timer);
   }
 }

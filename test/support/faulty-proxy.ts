@@ -8,9 +8,11 @@ import { createServer, Socket, type AddressInfo, type Server } from 'node:net';
  * - 'drop': open connections forward nothing either way (a command sent now is lost, a reply
  *   on its way is lost) and new connections are closed at once (the client keeps reconnecting).
  * - 'swallowReplies': commands reach Redis and run; their replies are thrown away.
+ * - 'refuseNew': open connections go on; a new one is closed at once (a client that tries to open
+ *   another connection, or to reconnect, cannot).
  * `cut()` closes every open connection, as a network failure would.
  */
-export type ProxyMode = 'pass' | 'drop' | 'swallowReplies';
+export type ProxyMode = 'pass' | 'drop' | 'swallowReplies' | 'refuseNew';
 
 export class FaultyProxy {
   private mode: ProxyMode = 'pass';
@@ -48,7 +50,7 @@ export class FaultyProxy {
   }
 
   private accept(client: Socket, host: string, port: number): void {
-    if (this.mode === 'drop') {
+    if (this.mode === 'drop' || this.mode === 'refuseNew') {
       client.destroy();
       return;
     }
@@ -64,7 +66,7 @@ export class FaultyProxy {
       if (this.mode !== 'drop') upstream.write(chunk);
     });
     upstream.on('data', (chunk) => {
-      if (this.mode === 'pass') client.write(chunk);
+      if (this.mode === 'pass' || this.mode === 'refuseNew') client.write(chunk);
     });
     client.on('close', end).on('error', end);
     upstream.on('close', end).on('error', end);
