@@ -1,6 +1,6 @@
 /**
- * A Worker's close() ran past its closeTimeout (Redis did not answer, or a job did not end): the
- * worker gave up what was left as close(true) does. Emitted as the worker's 'error'; it names
+ * A Worker's close() found Redis silent for its closeTimeout (no answer to a PING): the worker gave
+ * up what was left as close(true) does. Emitted as the worker's 'error'; it names
  * what the close was waiting for and the jobs it gave up.
  */
 export class CloseTimeoutError extends Error {
@@ -17,7 +17,7 @@ export class CloseTimeoutError extends Error {
   ) {
     const jobs = jobIds.length === 0 ? 'no running job' : `${jobIds.length} running job(s) (${jobIds.join(', ')})`;
     super(
-      `worker ${workerId} of queue ${queue} did not close within closeTimeout (${closeTimeout} ms) while waiting for ${waitingFor}; ` +
+      `worker ${workerId} of queue ${queue} could not close: Redis answered nothing for closeTimeout (${closeTimeout} ms) while it waited for ${waitingFor}; ` +
         `it gave up ${jobs} as close(true) does (signals aborted, locks left to lapse so another worker retries them), ` +
         'stopped its heartbeat and stalled sweep without waiting for Redis, and dropped its connections',
     );

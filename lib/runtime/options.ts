@@ -85,9 +85,10 @@ export interface WorkerOptions {
   heartbeatLateThreshold?: number;
   maxEvents?: number;
   /**
-   * The longest close() takes, in ms, waiting for running jobs included. Past it the worker gives
-   * up what is left as close(true) does (signals aborted, locks left to lapse, connections dropped)
-   * and says so with an 'error' (a CloseTimeoutError). `Infinity`: no bound. Default 30,000.
+   * How long close() goes on while Redis answers nothing (no reply to a PING), in ms. Past it the
+   * worker gives up what is left as close(true) does (signals aborted, locks left to lapse,
+   * connections dropped) and says so with an 'error' (a CloseTimeoutError). While Redis answers,
+   * close() waits for running jobs however long they run. `Infinity`: no bound. Default 30,000.
    */
   closeTimeout?: number;
 }

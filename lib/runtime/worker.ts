@@ -15,6 +15,7 @@ import { LockManager, type WorkerLocks } from './lock-manager.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { evictionPolicyWarning, redisVersionError } from './redis-health.js';
 import { Sleeper } from './sleeper.js';
+import { redisSilentFor } from './redis-silence.js';
 import { StalledSweeper } from './stalled-sweeper.js';
 
 export { CloseTimeoutError } from './close-timeout-error.js';
@@ -225,13 +226,19 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     const started = this.state !== 'created';
     this.moveTo('closing');
     this.emitSafely('closing');
-    const deadline = new Sleeper();
+    const probe = new Sleeper();
+    let done = false;
     const drained = this.drain(started).then(() => true, (error: Error) => {
       this.reportError(error);
       return true;
     });
-    const inTime = await Promise.race([drained, deadline.sleep(this.options.closeTimeout).then(() => false)]);
-    deadline.wake();
+    const { closeTimeout } = this.options;
+    const silent = Number.isFinite(closeTimeout)
+      ? redisSilentFor(this.client, closeTimeout, probe, () => done).then((silentTooLong) => !silentTooLong)
+      : new Promise<boolean>(() => undefined);
+    const inTime = await Promise.race([drained, silent]);
+    done = true;
+    probe.wake();
     if (!inTime) this.abandon();
     this.moveTo('closed');
     this.emitSafely('closed');
