@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Cluster, Redis } from 'ioredis';
 import { LockManager, Queue, Worker } from '../lib/index.js';
 import { connectRenewal } from '../lib/runtime/connection.js';
-import { eventually, redisUrl, uniqueQueueName } from './support/redis.js';
+import { eventually, redisUrl, singleNodeIt, uniqueQueueName } from './support/redis.js';
 
 /** The addr= of every client named `name` in CLIENT LIST. */
 async function addrsNamed(admin: Redis, name: string): Promise<string[]> {
@@ -14,7 +14,8 @@ async function addrsNamed(admin: Redis, name: string): Promise<string[]> {
 // waits behind any addBulk pipeline or batch of finishes. The renewals go on a connection of the
 // LockManager's own, one per shared connection, whatever the number of workers on it.
 describe('heartbeat isolation', () => {
-  it('renewals go on a renewal connection, not the shared one: one per LockManager and shared connection, gone when its workers leave', async () => {
+  // Single-node: MONITOR and CLIENT LIST see one node of a Cluster.
+  singleNodeIt('renewals go on a renewal connection, not the shared one: one per LockManager and shared connection, gone when its workers leave', async () => {
     const tag = uniqueQueueName('iso');
     const shared = new Redis(redisUrl(), { connectionName: tag, maxRetriesPerRequest: null });
     const admin = new Redis(redisUrl());
@@ -60,8 +61,8 @@ describe('heartbeat isolation', () => {
 
 describe('the renewal connection of a Cluster', () => {
   it('is a Cluster duplicate with the same options, named <name>:heartbeat', async () => {
-    const url = new URL(redisUrl());
-    const cluster = new Cluster([{ host: url.hostname, port: Number(url.port) }], { lazyConnect: true, redisOptions: { connectionName: 'app' } });
+    // lazyConnect: neither connects, so any address does.
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true, redisOptions: { connectionName: 'app' } });
     const renewal = connectRenewal(cluster);
     try {
       expect(renewal).toBeInstanceOf(Cluster);

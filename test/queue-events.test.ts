@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { EchoMQOptionError, Queue, QueueEvents, Worker } from '../lib/index.js';
-import { redisUrl, sleep, uniqueQueueName } from './support/redis.js';
+import { redisUrl, singleNodeIt, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 
 // QueueEvents: what it promises about its own promises, its listeners and its options.
 
@@ -20,14 +20,14 @@ const settle = () => sleep(300);
 
 describe('constructors leave no promise that can reject unobserved', () => {
   it('QueueEvents closed at once', async () => {
-    const events = new QueueEvents(uniqueQueueName('ev'), { connection: redisUrl() });
+    const events = new QueueEvents(uniqueQueueName('ev'), { connection: testConnection() });
     await events.close();
     await settle();
     expect(unobserved).toEqual([]);
   });
 
   it('QueueEvents closed at once says so through waitUntilReady', async () => {
-    const events = new QueueEvents(uniqueQueueName('ev'), { connection: redisUrl() });
+    const events = new QueueEvents(uniqueQueueName('ev'), { connection: testConnection() });
     await events.close();
     await expect(events.waitUntilReady()).rejects.toThrow(/closed/);
     await settle();
@@ -36,8 +36,8 @@ describe('constructors leave no promise that can reject unobserved', () => {
 
   it('Queue and Worker closed at once', async () => {
     const name = uniqueQueueName('ev');
-    const queue = new Queue(name, { connection: redisUrl() });
-    const worker = new Worker(name, async () => null, { connection: redisUrl() });
+    const queue = new Queue(name, { connection: testConnection() });
+    const worker = new Worker(name, async () => null, { connection: testConnection() });
     await Promise.all([queue.close(), worker.close()]);
     await settle();
     expect(unobserved).toEqual([]);
@@ -57,8 +57,8 @@ describe('QueueEvents as an EventEmitter', () => {
 
   it('calls on(name, listener) with BullMQ\'s arguments: (fields, stream id)', async () => {
     const name = uniqueQueueName('ev');
-    queue = new Queue(name, { connection: redisUrl() });
-    events = new QueueEvents(name, { connection: redisUrl() });
+    queue = new Queue(name, { connection: testConnection() });
+    events = new QueueEvents(name, { connection: testConnection() });
     const seen: Array<[string, unknown, string]> = [];
     for (const event of ['waiting', 'active', 'progress', 'completed', 'failed', 'delayed'] as const) {
       events.on(event, (args: unknown, id: string) => seen.push([event, args, id]));
@@ -73,7 +73,7 @@ describe('QueueEvents as an EventEmitter', () => {
       await job.updateProgress({ half: true });
       if (job.name === 'bad') throw new Error('it broke');
       return { ok: 1 };
-    }, { connection: redisUrl() });
+    }, { connection: testConnection() });
     const good = await queue.add('good', {});
     const due = Date.now() + 60_000;
     const later = await queue.add('later', {}, { delay: 60_000 });
@@ -100,8 +100,8 @@ describe('QueueEvents as an EventEmitter', () => {
 
   it('keeps the RxJS face as events$ and event$(name)', async () => {
     const name = uniqueQueueName('ev');
-    queue = new Queue(name, { connection: redisUrl() });
-    events = new QueueEvents(name, { connection: redisUrl() });
+    queue = new Queue(name, { connection: testConnection() });
+    events = new QueueEvents(name, { connection: testConnection() });
     const waiting: string[] = [];
     const all: string[] = [];
     events.event$('waiting').subscribe((entry) => waiting.push(entry.jobId));
@@ -116,8 +116,8 @@ describe('QueueEvents as an EventEmitter', () => {
 
   it('reports a listener that throws on `error` and goes on reading', async () => {
     const name = uniqueQueueName('ev');
-    queue = new Queue(name, { connection: redisUrl() });
-    events = new QueueEvents(name, { connection: redisUrl() });
+    queue = new Queue(name, { connection: testConnection() });
+    events = new QueueEvents(name, { connection: testConnection() });
     const errors: Error[] = [];
     const waiting: string[] = [];
     events.on('error', (error) => errors.push(error));
@@ -136,8 +136,9 @@ describe('QueueEvents as an EventEmitter', () => {
 });
 
 describe('QueueEvents errors', () => {
-  it('a start that fails rejects waitUntilReady and goes to `error`, nothing unobserved', async () => {
-    const admin = new Queue(uniqueQueueName('acl'), { connection: redisUrl() });
+  // Single-node: ACL SETUSER reaches one node of a Cluster, and the user's connection is a URL.
+  singleNodeIt('a start that fails rejects waitUntilReady and goes to `error`, nothing unobserved', async () => {
+    const admin = new Queue(uniqueQueueName('acl'), { connection: testConnection() });
     const user = uniqueQueueName('no-xrevrange');
     await admin.client.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-xrevrange');
     const url = new URL(redisUrl());
@@ -161,7 +162,7 @@ describe('QueueEvents errors', () => {
 
   it('checks its prefix and blockingTimeout as Queue and Worker do, before it connects', async () => {
     const created: QueueEvents[] = [];
-    const construct = (opts: object) => () => created.push(new QueueEvents(uniqueQueueName('ev'), { connection: redisUrl(), ...opts }));
+    const construct = (opts: object) => () => created.push(new QueueEvents(uniqueQueueName('ev'), { connection: testConnection(), ...opts }));
     try {
       expect(construct({ prefix: 'a{b}' })).toThrow(EchoMQOptionError);
       expect(construct({ prefix: '' })).toThrow(/prefix/);
