@@ -6,7 +6,7 @@ import {
 } from '../lib/index.js';
 import { CloseTimeoutError } from '../lib/runtime/worker.js';
 import { startRedis } from './support/redis-process.js';
-import { eventually, newClient, testConnection, sleep, uniqueQueueName } from './support/redis.js';
+import { eventually, newClient, singleNodeIt, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 import { collect, Harness } from './support/workers.js';
 
 // close() is bounded: no sleep of the worker (a limiter window, the error backoff) outlives it,
@@ -109,7 +109,8 @@ describe('closeTimeout', () => {
     await Promise.all([worker.close(), unbounded.close()]);
   });
 
-  it.each(['SIGSTOP', 'SIGKILL'] as const)(
+  // Single-node: stops or kills a redis-server of its own.
+  singleNodeIt.each(['SIGSTOP', 'SIGKILL'] as const)(
     'bounds close() while Redis does not answer (%s): the running job is given up and the error says so',
     async (signal) => {
       const redis = await startRedis();
@@ -157,7 +158,8 @@ describe('closeTimeout', () => {
 });
 
 describe('closeTimeout in Nest', () => {
-  it('app.close() returns while Redis does not answer: the drain is bounded, then the shared connection is dropped', async () => {
+  // Single-node: stops a redis-server of its own.
+  singleNodeIt('app.close() returns while Redis does not answer: the drain is bounded, then the shared connection is dropped', async () => {
     const redis = await startRedis();
     const name = uniqueQueueName('nest-unreachable');
     let aborted = false;
