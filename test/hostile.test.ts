@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { Queue, RedisFullError, Worker, type Job } from '../lib/index.js';
 import { startRedis, type RedisProcess } from './support/redis-process.js';
-import { eventually, newClient, queueKeys, singleNodeIt, sleep, testConnection, uniqueQueueName } from './support/redis.js';
+import { eventually, masters, newClient, queueKeys, singleNodeIt, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 
 /** Hostile conditions on real Redis: corrupt jobs, a full Redis, an evicting Redis, ACL users, a lone sweeper. */
 describe('hostile conditions', () => {
@@ -109,6 +109,24 @@ describe('hostile conditions', () => {
     await safe.waitUntilReady();
     await sleep(300);
     expect(none).toEqual([]);
+  });
+
+  it('warns when any server of the test Redis would evict: on a Cluster, each master in turn', async () => {
+    // CONFIG GET on a Cluster goes to one node; an evicting master elsewhere went unnoticed.
+    for (const server of await masters(client)) {
+      await server.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      try {
+        const worker = track(new Worker(uniqueQueueName('evict-one'), async () => 1, { connection: testConnection(), autorun: false }));
+        const warnings: string[] = [];
+        worker.on('warning', (message) => warnings.push(message));
+        void worker.run();
+        await eventually(() => warnings.length === 1, 5_000, `the eviction warning (policy set on ${server.options.port})`);
+        expect(warnings[0]).toMatch(/maxmemory-policy is "allkeys-lru"/);
+        await worker.close();
+      } finally {
+        await server.config('SET', 'maxmemory-policy', 'noeviction');
+      }
+    }
   });
 
   // Single-node: sets requirepass and an ACL user on a redis-server of its own.
