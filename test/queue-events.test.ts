@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { EchoMQOptionError, Queue, QueueEvents, Worker } from '../lib/index.js';
-import { redisUrl, singleNodeIt, sleep, testConnection, uniqueQueueName } from './support/redis.js';
+import { Cluster } from 'ioredis';
+import { EchoMQOptionError, Queue, QueueEvents, Worker, type ConnectionInput } from '../lib/index.js';
+import { clusterNodes, masters, newClient, onCluster, redisUrl, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 
 // QueueEvents: what it promises about its own promises, its listeners and its options.
 
@@ -136,16 +137,14 @@ describe('QueueEvents as an EventEmitter', () => {
 });
 
 describe('QueueEvents errors', () => {
-  // Single-node: ACL SETUSER reaches one node of a Cluster, and the user's connection is a URL.
-  singleNodeIt('a start that fails rejects waitUntilReady and goes to `error`, nothing unobserved', async () => {
-    const admin = new Queue(uniqueQueueName('acl'), { connection: testConnection() });
+  it('a start that fails rejects waitUntilReady and goes to `error`, nothing unobserved', async () => {
+    const admin = newClient();
+    const servers = await masters(admin); // ACL SETUSER reaches one node: set the user on each master
     const user = uniqueQueueName('no-xrevrange');
-    await admin.client.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-xrevrange');
-    const url = new URL(redisUrl());
-    url.username = user;
-    url.password = 'pw';
+    for (const server of servers) await server.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-xrevrange');
+    const connection = connectionAs(user, 'pw');
     try {
-      const events = new QueueEvents(uniqueQueueName('ev'), { connection: url.toString() });
+      const events = new QueueEvents(uniqueQueueName('ev'), { connection });
       const errors: Error[] = [];
       events.on('error', (error) => errors.push(error));
       await expect(events.waitUntilReady()).rejects.toThrow(/NOPERM/);
@@ -155,8 +154,9 @@ describe('QueueEvents errors', () => {
       await settle();
       expect(unobserved).toEqual([]);
     } finally {
-      await admin.client.call('ACL', 'DELUSER', user);
-      await admin.close();
+      if (connection instanceof Cluster) connection.disconnect(); // the caller's instance: EchoMQ leaves it open
+      for (const server of servers) await server.call('ACL', 'DELUSER', user);
+      await admin.quit();
     }
   });
 
@@ -179,4 +179,13 @@ async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> 
     if (Date.now() > until) throw new Error('timed out');
     await sleep(20);
   }
+}
+
+/** The test Redis as an ACL user: a URL, or in the cluster run a Cluster whose nodes log in as the user. */
+function connectionAs(username: string, password: string): ConnectionInput {
+  if (onCluster) return new Cluster(clusterNodes(), { redisOptions: { username, password } });
+  const url = new URL(redisUrl());
+  url.username = username;
+  url.password = password;
+  return url.toString();
 }
