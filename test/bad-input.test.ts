@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EchoMQOptionError, Queue, Worker, type JobOptions } from '../lib/index.js';
-import { newClient, queueKeys, redisUrl, uniqueQueueName } from './support/redis.js';
+import { newClient, queueKeys, testConnection, uniqueQueueName } from './support/redis.js';
 
 /**
  * Bad input is refused before Redis is touched: a typed EchoMQOptionError that names the field,
@@ -13,7 +13,7 @@ describe('bad input', () => {
   let before: string[];
 
   beforeAll(async () => {
-    queue = new Queue(name, { connection: redisUrl(), maxDataSize: 1000 });
+    queue = new Queue(name, { connection: testConnection(), maxDataSize: 1000 });
     await queue.add('seed', { ok: true });
     before = await queueKeys(client, name);
   });
@@ -43,8 +43,8 @@ describe('bad input', () => {
     ['with a colon', 'orders:eu', /":", "\{" or "\}".*use "-" or "\." instead/],
     ['with braces', 'orders{eu}', /":", "\{" or "\}"/],
   ])('refuses a queue name that is %s, for Queue and Worker alike', async (_label, bad, message) => {
-    await expectRefused(() => new Queue(bad, { connection: redisUrl() }), /queue name/, message);
-    await expectRefused(() => new Worker(bad, async () => 1, { connection: redisUrl(), autorun: false }), /queue name/, message);
+    await expectRefused(() => new Queue(bad, { connection: testConnection() }), /queue name/, message);
+    await expectRefused(() => new Worker(bad, async () => 1, { connection: testConnection(), autorun: false }), /queue name/, message);
   });
 
   const badOptions: Array<[string, JobOptions | Record<string, unknown>, RegExp, RegExp]> = [
@@ -90,7 +90,7 @@ describe('bad input', () => {
   });
 
   it('refuses a bad default job option when the queue is made', async () => {
-    await expectRefused(() => new Queue(uniqueQueueName(), { connection: redisUrl(), defaultJobOptions: { attempts: 0 } }), /defaultJobOptions\.attempts/, /above 0/);
+    await expectRefused(() => new Queue(uniqueQueueName(), { connection: testConnection(), defaultJobOptions: { attempts: 0 } }), /defaultJobOptions\.attempts/, /above 0/);
   });
 
   it.each([
@@ -101,6 +101,6 @@ describe('bad input', () => {
     [{ concurrency: 0 }, /concurrency/, /above 0/],
     [{ maxStalledCount: -1 }, /maxStalledCount/, /0 or more/],
   ])('refuses worker timing %p', async (opts, field, message) => {
-    await expectRefused(() => new Worker(name, async () => 1, { connection: redisUrl(), autorun: false, ...opts }), field, message);
+    await expectRefused(() => new Worker(name, async () => 1, { connection: testConnection(), autorun: false, ...opts }), field, message);
   });
 });

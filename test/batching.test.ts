@@ -1,42 +1,58 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { Redis } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
 import { Queue, Worker, type Job } from '../lib/index.js';
+import { SCRIPTS } from '../lib/protocol/scripts.js';
 import { startRedis, type RedisProcess } from './support/redis-process.js';
-import { queueKeys, uniqueQueueName } from './support/redis.js';
+import { masters, newClient, onCluster, queueKeys, testConnection, uniqueQueueName } from './support/redis.js';
 
 // Finishes and concurrent adds are gathered into one script call per turn of the event loop
 // (FinishBatcher, Queue.add). These tests count the calls on a private server, so no other test's
-// commands are in the count, and check that batching loses, repeats or mixes up nothing.
-let redis: RedisProcess;
-let admin: Redis;
+// commands are in the count, and check that batching loses, repeats or mixes up nothing. The
+// cluster run counts on the run's Cluster, summed over its masters: the suite runs one file at a
+// time, so only this file's commands are there meanwhile.
+let redis: RedisProcess | undefined;
+let admin: Redis | Cluster;
+
+/** What each queue and worker connects with: the private server's URL, or a Cluster of its own. */
+const connection = () => redis?.url ?? testConnection();
 
 beforeAll(async () => {
+  if (onCluster) {
+    admin = newClient();
+    return;
+  }
   redis = await startRedis();
   admin = new Redis(redis.url);
 });
 afterAll(async () => {
   admin.disconnect();
-  await redis.stop();
+  await redis?.stop();
 });
-beforeEach(() => admin.config('RESETSTAT'));
+beforeEach(async () => {
+  for (const server of await masters(admin)) await server.config('RESETSTAT');
+});
 
 async function scriptCalls(): Promise<number> {
-  const stats = await admin.info('commandstats');
-  const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
-  return calls('evalsha') + calls('eval');
+  let total = 0;
+  for (const server of await masters(admin)) {
+    const stats = await server.info('commandstats');
+    const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+    total += calls('evalsha') + calls('eval');
+  }
+  return total;
 }
 
 describe('a worker at concurrency above 1', () => {
   it('finishes its jobs in batches: each job runs once, with fewer script calls than jobs', async () => {
     const name = uniqueQueueName('batch');
-    const queue = new Queue(name, { connection: redis.url });
+    const queue = new Queue(name, { connection: connection() });
     const jobs = 400;
     await queue.addBulk(Array.from({ length: jobs }, (_, i) => ({ name: 'n', data: { i } })));
     const ran = new Map<number, number>();
     const worker = new Worker<{ i: number }>(name, (job) => {
       ran.set(job.data.i, (ran.get(job.data.i) ?? 0) + 1);
       return job.data.i * 2;
-    }, { connection: redis.url, concurrency: 20 });
+    }, { connection: connection(), concurrency: 20 });
     const results = new Map<number, unknown>();
     await new Promise<void>((resolve) => worker.on('completed', (job: Job, result) => {
       results.set((job.data as { i: number }).i, result);
@@ -57,7 +73,7 @@ describe('a worker at concurrency above 1', () => {
 
   it('one job that lost its lock in a batch is reported lost; the others of the batch complete', async () => {
     const name = uniqueQueueName('lost');
-    const queue = new Queue(name, { connection: redis.url });
+    const queue = new Queue(name, { connection: connection() });
     await queue.addBulk([{ name: 'a', data: {} }, { name: 'b', data: {} }, { name: 'c', data: {} }]);
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -68,7 +84,7 @@ describe('a worker at concurrency above 1', () => {
         release();
       }
       await gate;
-    }, { connection: redis.url, concurrency: 3 });
+    }, { connection: connection(), concurrency: 3 });
     const completed: string[] = [];
     const lost: Array<[string, string]> = [];
     worker.on('completed', (job) => completed.push(job.id));
@@ -88,11 +104,11 @@ describe('a worker at concurrency above 1', () => {
 
   it('the processor context keeps its signal when spread or copied', async () => {
     const name = uniqueQueueName('ctx');
-    const queue = new Queue(name, { connection: redis.url });
+    const queue = new Queue(name, { connection: connection() });
     const worker = new Worker(name, (_job, context) => {
       const copy = { ...context };
       return [copy.signal instanceof AbortSignal, copy.signal.aborted, typeof copy.token];
-    }, { connection: redis.url });
+    }, { connection: connection() });
     const result = new Promise((resolve) => worker.once('completed', (_job, value) => resolve(value)));
     await queue.add('x', {});
     expect(await result).toEqual([true, false, 'string']);
@@ -104,8 +120,10 @@ describe('a worker at concurrency above 1', () => {
 describe('Queue.add called many times at once', () => {
   it('sends the burst as one addJobs-9 call per 500 jobs, ids in call order, each job as add would write it', async () => {
     const name = uniqueQueueName('adds');
-    const queue = new Queue(name, { connection: redis.url });
+    const queue = new Queue(name, { connection: connection() });
     await queue.add('warm-up', {}); // the first call on a fresh server also loads the script
+    // addJobs-9 too, wherever the queue's slot lives: a cold cache adds a NOSCRIPT round per call.
+    for (const server of await masters(admin)) await server.script('LOAD', SCRIPTS.addJobs.lua);
     const before = await scriptCalls();
     const jobs = await Promise.all(Array.from({ length: 1200 }, (_, i) => queue.add('n', { i }, i === 5 ? { delay: 60_000 } : {})));
     expect(await scriptCalls() - before).toBe(4); // the first add alone, then 500 + 500 + 199
@@ -120,7 +138,7 @@ describe('Queue.add called many times at once', () => {
 
   it('close() in the same turn as add() calls still sends them before the connection closes', async () => {
     const name = uniqueQueueName('close');
-    const queue = new Queue(name, { connection: redis.url });
+    const queue = new Queue(name, { connection: connection() });
     await queue.add('warm-up', {});
     const added = [queue.add('a', {}), queue.add('b', {}), queue.add('c', {})];
     await queue.close();
@@ -130,7 +148,7 @@ describe('Queue.add called many times at once', () => {
 
   it('a custom id that exists answers with the existing job, in a burst as alone', async () => {
     const name = uniqueQueueName('dup');
-    const queue = new Queue(name, { connection: redis.url });
+    const queue = new Queue(name, { connection: connection() });
     await queue.add('first', { v: 1 }, { jobId: 'order-7' });
     const [a, b, c] = await Promise.all([
       queue.add('n', { v: 2 }),

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { v4 as uuid } from 'uuid';
 import {
@@ -7,7 +7,7 @@ import {
 } from '../lib/index.js';
 import { Scripts } from '../lib/internal.js';
 import { startRedis, type RedisProcess } from './support/redis-process.js';
-import { eventually, uniqueQueueName } from './support/redis.js';
+import { eventually, singleNodeDescribe, uniqueQueueName } from './support/redis.js';
 
 // A script runs alone in Redis, so a long one stalls every worker's heartbeat. Here one queue
 // trims, cleans and obliterates 200,000 jobs while a worker of another queue on the same Redis
@@ -88,7 +88,8 @@ async function whileHeartbeatHolds<T>(work: () => Promise<T>): Promise<T> {
   return result;
 }
 
-describe(`bounded work: ${JOBS} jobs of one queue, a held job of another`, () => {
+// Single-node: a redis-server of its own (see above); a Cluster adds nothing, each queue is one slot.
+singleNodeDescribe(`bounded work: ${JOBS} jobs of one queue, a held job of another`, () => {
   it('trims a backlog of finished jobs over the following finishes, 1000 a finish', async () => {
     const name = uniqueQueueName('trim');
     const queue = new Queue(name, { connection: server.url });

@@ -1,15 +1,17 @@
-import { describe, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { singleNodeDescribe } from './support/redis.js';
 
 /**
  * The chaos harness's short profile (`node chaos/run.mjs --profile ci`): worker processes running the
  * built library against their own redis-servers, under kill -9, SIGSTOP, CLIENT KILL, Redis restarts
  * and blocking handlers. The library is built into a private folder so the run never races others' dist/.
  */
-describe('chaos (ci profile)', () => {
+// Single-node: the harness kills, stops and restarts redis-servers of its own.
+singleNodeDescribe('chaos (ci profile)', () => {
   it('loses no job, accepts no stale completion, and traces every duplicate to a fault', () => {
     const out = mkdtempSync(join(tmpdir(), 'echomq-chaos-test-'));
     const lib = 'node_modules/.cache/echomq-chaos-test';

@@ -1,36 +1,39 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { Keys } from '../lib/index.js';
 import { Scripts } from '../lib/internal.js';
 import { Fetcher } from '../lib/runtime/fetcher.js';
-import { eventually, newClient, uniqueQueueName } from './support/redis.js';
+import { eventually, masters, newClient, uniqueQueueName } from './support/redis.js';
 
 // The Fetcher's idle wait against real Redis: a delayed job's due time ends the wait by a local
 // timer (Redis would time a block out only on its 100 ms cron), and the block that timer outlived
 // never swallows a wake-up meant for another idle worker.
 const DRAIN_DELAY_S = 60; // far over the test timeout: a wait that relied on it would hang the test
 
-const clients: Redis[] = [];
+const clients: Array<Redis | Cluster> = [];
 const fetchers: Fetcher[] = [];
 afterEach(async () => {
   for (const fetcher of fetchers.splice(0)) fetcher.interrupt();
   for (const client of clients.splice(0)) client.disconnect();
 });
 
-function client(): Redis {
+function client(): Redis | Cluster {
   const made = newClient();
   clients.push(made);
   return made;
 }
 
-function fetcher(keys: Keys, shared: Redis): Fetcher {
+function fetcher(keys: Keys, shared: Redis | Cluster): Fetcher {
   const made = new Fetcher(new Scripts(shared, keys, 1000), shared, client(), keys, { lockDuration: 30_000, drainDelay: DRAIN_DELAY_S });
   fetchers.push(made);
   return made;
 }
 
-async function blockedClients(redis: Redis): Promise<number> {
-  return Number(/blocked_clients:(\d+)/.exec(await redis.info('clients'))![1]);
+/** Clients blocked in Redis now, summed over every master of a Cluster (INFO sees one node). */
+async function blockedClients(redis: Redis | Cluster): Promise<number> {
+  let blocked = 0;
+  for (const server of await masters(redis)) blocked += Number(/blocked_clients:(\d+)/.exec(await server.info('clients'))![1]);
+  return blocked;
 }
 
 describe('Fetcher: waiting for work', () => {

@@ -2,12 +2,22 @@ import { describe, expect, it } from '@jest/globals';
 import { Cluster, Redis } from 'ioredis';
 import { LockManager, Queue, Worker } from '../lib/index.js';
 import { connectRenewal } from '../lib/runtime/connection.js';
-import { eventually, redisUrl, uniqueQueueName } from './support/redis.js';
+import { clusterNodes, eventually, masters, newClient, onCluster, redisUrl, uniqueQueueName } from './support/redis.js';
 
-/** The addr= of every client named `name` in CLIENT LIST. */
-async function addrsNamed(admin: Redis, name: string): Promise<string[]> {
-  const list = (await admin.client('LIST')) as string;
-  return list.split('\n').filter((line) => line.includes(` name=${name} `)).map((line) => /addr=(\S+)/.exec(line)![1]);
+/** The addr= of every client named `name` in CLIENT LIST, of every server (each master of a Cluster). */
+async function addrsNamed(servers: Redis[], name: string): Promise<string[]> {
+  const addrs: string[] = [];
+  for (const server of servers) {
+    const list = (await server.client('LIST')) as string;
+    addrs.push(...list.split('\n').filter((line) => line.includes(` name=${name} `)).map((line) => /addr=(\S+)/.exec(line)![1]));
+  }
+  return addrs;
+}
+
+/** A connection named `name`, to the test Redis: a Redis, or in the cluster run a Cluster (a socket per node). */
+function namedConnection(name: string): Redis | Cluster {
+  const options = { connectionName: name, maxRetriesPerRequest: null };
+  return onCluster ? new Cluster(clusterNodes(), { redisOptions: options }) : new Redis(redisUrl(), options);
 }
 
 // In Nest every queue and worker of a configuration shares one connection; a renewal sent there
@@ -16,17 +26,20 @@ async function addrsNamed(admin: Redis, name: string): Promise<string[]> {
 describe('heartbeat isolation', () => {
   it('renewals go on a renewal connection, not the shared one: one per LockManager and shared connection, gone when its workers leave', async () => {
     const tag = uniqueQueueName('iso');
-    const shared = new Redis(redisUrl(), { connectionName: tag, maxRetriesPerRequest: null });
-    const admin = new Redis(redisUrl());
-    const monitor = await admin.monitor(); // on a connection of its own
+    const shared = namedConnection(tag);
+    const admin = newClient();
+    const servers = await masters(admin); // MONITOR and CLIENT LIST see one node: ask each master
+    const monitors = await Promise.all(servers.map((server) => server.monitor())); // on connections of their own
     const [a, b] = [uniqueQueueName('iso-a'), uniqueQueueName('iso-b')];
     const queues = [new Queue(a, { connection: shared }), new Queue(b, { connection: shared })];
     const stalledKeys = new Set(queues.map((queue) => queue.keys.stalled));
     const renewalSources: string[] = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      // extendLocks-1: EVALSHA <sha> 1 <stalled key> <job-key prefix> <duration> ...
-      if (args[0]?.toLowerCase() === 'evalsha' && args[2] === '1' && stalledKeys.has(args[3]) && args.length > 6) renewalSources.push(source);
-    });
+    for (const monitor of monitors) {
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        // extendLocks-1: EVALSHA <sha> 1 <stalled key> <job-key prefix> <duration> ...
+        if (args[0]?.toLowerCase() === 'evalsha' && args[2] === '1' && stalledKeys.has(args[3]) && args.length > 6) renewalSources.push(source);
+      });
+    }
     const lockManager = new LockManager();
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -37,22 +50,25 @@ describe('heartbeat isolation', () => {
       await eventually(() => workers.every((worker) => worker.runningCount === 1), 5000, 'both jobs running');
       await eventually(() => renewalSources.length >= 4, 5000, 'renewals seen by MONITOR');
 
-      const [sharedAddr] = await addrsNamed(admin, tag);
-      const heartbeatAddrs = await addrsNamed(admin, `${tag}:heartbeat`);
-      expect(sharedAddr).toBeDefined();
-      expect(heartbeatAddrs).toHaveLength(1); // two workers, one LockManager, one shared connection
+      const sharedAddrs = await addrsNamed(servers, tag);
+      const heartbeatAddrs = await addrsNamed(servers, `${tag}:heartbeat`);
+      expect(sharedAddrs.length).toBeGreaterThan(0);
+      // Two workers, one LockManager, one shared connection: one renewal connection (a Cluster's
+      // has at most one socket per node).
+      expect(heartbeatAddrs.length).toBeGreaterThan(0);
+      expect(heartbeatAddrs.length).toBeLessThanOrEqual(servers.length);
       expect(lockManager.renewalConnectionCount).toBe(1);
-      expect(new Set(renewalSources)).toEqual(new Set(heartbeatAddrs));
-      expect(renewalSources).not.toContain(sharedAddr);
+      for (const source of renewalSources) expect(heartbeatAddrs).toContain(source);
+      for (const addr of sharedAddrs) expect(renewalSources).not.toContain(addr);
     } finally {
       release();
       await Promise.all(workers.map((worker) => worker.close()));
     }
     expect(lockManager.renewalConnectionCount).toBe(0);
-    await eventually(async () => (await addrsNamed(admin, `${tag}:heartbeat`)).length === 0, 5000, 'the renewal connection closed');
+    await eventually(async () => (await addrsNamed(servers, `${tag}:heartbeat`)).length === 0, 5000, 'the renewal connection closed');
     await lockManager.close();
     await Promise.all(queues.map((queue) => queue.close()));
-    monitor.disconnect();
+    for (const monitor of monitors) monitor.disconnect();
     await shared.quit();
     await admin.quit();
   });
@@ -60,8 +76,8 @@ describe('heartbeat isolation', () => {
 
 describe('the renewal connection of a Cluster', () => {
   it('is a Cluster duplicate with the same options, named <name>:heartbeat', async () => {
-    const url = new URL(redisUrl());
-    const cluster = new Cluster([{ host: url.hostname, port: Number(url.port) }], { lazyConnect: true, redisOptions: { connectionName: 'app' } });
+    // lazyConnect: neither connects, so any address does.
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true, redisOptions: { connectionName: 'app' } });
     const renewal = connectRenewal(cluster);
     try {
       expect(renewal).toBeInstanceOf(Cluster);

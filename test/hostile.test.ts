@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { Queue, RedisFullError, Worker, type Job } from '../lib/index.js';
 import { startRedis, type RedisProcess } from './support/redis-process.js';
-import { eventually, newClient, queueKeys, redisUrl, sleep, uniqueQueueName } from './support/redis.js';
+import { eventually, masters, newClient, queueKeys, singleNodeIt, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 
 /** Hostile conditions on real Redis: corrupt jobs, a full Redis, an evicting Redis, ACL users, a lone sweeper. */
 describe('hostile conditions', () => {
@@ -34,7 +34,7 @@ describe('hostile conditions', () => {
 
   it('fails a corrupt or half-missing job with a clear reason and keeps working', async () => {
     const name = uniqueQueueName('corrupt');
-    const queue = track(new Queue(name, { connection: redisUrl() }));
+    const queue = track(new Queue(name, { connection: testConnection() }));
     const broken = await queue.add('broken', { n: 1 });
     const nameless = await queue.add('nameless', { n: 2 });
     const healthy = await queue.add('healthy', { n: 3 });
@@ -43,7 +43,7 @@ describe('hostile conditions', () => {
 
     const failures: Array<[string, string]> = [];
     const errors: Error[] = [];
-    const worker = track(new Worker(name, async (job: Job) => (job.data as { n: number }).n * 10, { connection: redisUrl() }));
+    const worker = track(new Worker(name, async (job: Job) => (job.data as { n: number }).n * 10, { connection: testConnection() }));
     worker.on('failed', (job, error) => failures.push([job.id, error.message]));
     worker.on('error', (error) => errors.push(error));
 
@@ -58,7 +58,8 @@ describe('hostile conditions', () => {
     expect(errors).toEqual([]);
   });
 
-  it('rejects add() with a RedisFullError on a full Redis, writes nothing, and loses nothing stored', async () => {
+  // Single-node: fills a redis-server of its own (maxmemory).
+  singleNodeIt('rejects add() with a RedisFullError on a full Redis, writes nothing, and loses nothing stored', async () => {
     const redis = await ownRedis(['--maxmemory', '3mb', '--maxmemory-policy', 'noeviction']);
     const admin = adminOf(redis);
     const name = uniqueQueueName('full');
@@ -101,7 +102,7 @@ describe('hostile conditions', () => {
     await eventually(() => warnings.length === 1, 10_000, 'the eviction warning');
     expect(warnings[0]).toMatch(/maxmemory-policy is "allkeys-lru".*jobs would be lost.*noeviction/);
 
-    const safe = track(new Worker(uniqueQueueName('safe'), async () => 1, { connection: redisUrl(), autorun: false }));
+    const safe = track(new Worker(uniqueQueueName('safe'), async () => 1, { connection: testConnection(), autorun: false }));
     const none: string[] = [];
     safe.on('warning', (message) => none.push(message));
     void safe.run();
@@ -110,7 +111,26 @@ describe('hostile conditions', () => {
     expect(none).toEqual([]);
   });
 
-  it('works end to end as an ACL user limited to the queue keys, with AUTH on', async () => {
+  it('warns when any server of the test Redis would evict: on a Cluster, each master in turn', async () => {
+    // CONFIG GET on a Cluster goes to one node; an evicting master elsewhere went unnoticed.
+    for (const server of await masters(client)) {
+      await server.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      try {
+        const worker = track(new Worker(uniqueQueueName('evict-one'), async () => 1, { connection: testConnection(), autorun: false }));
+        const warnings: string[] = [];
+        worker.on('warning', (message) => warnings.push(message));
+        void worker.run();
+        await eventually(() => warnings.length === 1, 5_000, `the eviction warning (policy set on ${server.options.port})`);
+        expect(warnings[0]).toMatch(/maxmemory-policy is "allkeys-lru"/);
+        await worker.close();
+      } finally {
+        await server.config('SET', 'maxmemory-policy', 'noeviction');
+      }
+    }
+  });
+
+  // Single-node: sets requirepass and an ACL user on a redis-server of its own.
+  singleNodeIt('works end to end as an ACL user limited to the queue keys, with AUTH on', async () => {
     const redis = await ownRedis();
     const admin = adminOf(redis);
     await admin.config('SET', 'requirepass', 'admin-secret');
@@ -143,7 +163,7 @@ describe('hostile conditions', () => {
   it('a lone worker sweeps once per stalledInterval, not every second interval', async () => {
     const stalledInterval = 2000;
     const name = uniqueQueueName('sweep');
-    const worker = track(new Worker(name, async () => 1, { connection: redisUrl(), stalledInterval }));
+    const worker = track(new Worker(name, async () => 1, { connection: testConnection(), stalledInterval }));
     await worker.waitUntilReady();
     // The stalled-check guard holds the time of the sweep that set it: each new value is one sweep.
     const guardKey = `emq:{${name}}:stalled-check`;

@@ -1,33 +1,35 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { CloseTimeoutError, Keys, LockManager, Queue, Worker, type Job } from '../lib/index.js';
 import { SCRIPTS, Scripts } from '../lib/protocol/scripts.js';
 import { FaultyProxy } from './support/faulty-proxy.js';
-import { eventually, newClient, redisUrl, sleep, uniqueQueueName } from './support/redis.js';
+import { eventually, redisUrl, singleNodeDescribe, sleep, uniqueQueueName } from './support/redis.js';
 
 // A finishing script whose reply is lost: the worker must tell "my finish landed" from "my lock
 // lapsed and the job moved on" by what Redis holds, never by the state alone, and must not strand
 // the jobs a lost fetch-next reply handed over. The faults are real: a TCP proxy between the
 // worker and Redis loses the bytes.
 let proxy: FaultyProxy;
-const admin = newClient();
+let admin: Redis;
 const closers: Array<() => Promise<unknown>> = [];
 
-beforeAll(async () => {
-  proxy = await FaultyProxy.start(redisUrl());
-  // Every script is in Redis's cache before a fault: a lost NOSCRIPT reply would hide the call.
-  for (const script of Object.values(SCRIPTS)) await admin.script('LOAD', script.lua);
-});
-afterEach(async () => {
-  proxy.setMode('pass');
-  while (closers.length > 0) await closers.pop()!().catch(() => undefined);
-});
-afterAll(async () => {
-  await proxy.close();
-  await admin.quit();
-});
+// Single-node: the proxy stands between a worker and one redis-server.
+singleNodeDescribe('a lost reply to a finishing script', () => {
+  beforeAll(async () => {
+    admin = new Redis(redisUrl());
+    proxy = await FaultyProxy.start(redisUrl());
+    // Every script is in Redis's cache before a fault: a lost NOSCRIPT reply would hide the call.
+    for (const script of Object.values(SCRIPTS)) await admin.script('LOAD', script.lua);
+  });
+  afterEach(async () => {
+    proxy.setMode('pass');
+    while (closers.length > 0) await closers.pop()!().catch(() => undefined);
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await admin.quit();
+  });
 
-describe('a lost reply to a finishing script', () => {
   it('a retry that never landed, while a sweep moved the job back to wait, is reported lost, not retried', async () => {
     const name = uniqueQueueName('lostretry');
     const queue = new Queue(name, { connection: redisUrl() });

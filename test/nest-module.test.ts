@@ -4,15 +4,15 @@ import { Inject, Injectable, Module } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import {
   EchoMQModule, InjectQueue, Process, Processor, Queue, WorkerOrchestrator, getQueueToken,
-  type EchoMQOptionsFactory, type EchoMQQueueOptionsFactory, type EchoMQRootOptions, type Job,
+  type ConnectionInput, type EchoMQOptionsFactory, type EchoMQQueueOptionsFactory, type EchoMQRootOptions, type Job,
 } from '../lib/index.js';
 import { startApp } from './support/nest.js';
-import { eventually, newClient, queueKeys, redisUrl, uniqueQueueName } from './support/redis.js';
+import { eventually, newClient, queueKeys, testConnection, uniqueQueueName } from './support/redis.js';
 
 const SETTINGS = 'SETTINGS';
 
 /** Stands in for a ConfigModule: a provider the async factories inject. */
-@Module({ providers: [{ provide: SETTINGS, useFactory: () => ({ url: redisUrl(), attempts: 3 }) }], exports: [SETTINGS] })
+@Module({ providers: [{ provide: SETTINGS, useFactory: () => ({ connection: testConnection(), attempts: 3 }) }], exports: [SETTINGS] })
 class SettingsModule {}
 
 describe('EchoMQModule registration', () => {
@@ -32,7 +32,7 @@ describe('EchoMQModule registration', () => {
     class FeatureA {}
     @Module({ imports: [EchoMQModule.registerQueue({ name })] })
     class FeatureB {}
-    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() }), FeatureA, FeatureB] });
+    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() }), FeatureA, FeatureB] });
     const byToken = app.get<Queue>(getQueueToken(name), { strict: false });
     expect(byToken).toBeInstanceOf(Queue);
     expect(app.get(Producer, { strict: false }).queue).toBe(byToken);
@@ -50,8 +50,8 @@ describe('EchoMQModule registration', () => {
     }
     app = await startApp({
       imports: [
-        EchoMQModule.forRoot({ connection: redisUrl() }),
-        EchoMQModule.forRoot('other', { connection: redisUrl(), prefix: 'other' }),
+        EchoMQModule.forRoot({ connection: testConnection() }),
+        EchoMQModule.forRoot('other', { connection: testConnection(), prefix: 'other' }),
         EchoMQModule.registerQueue({ name, configKey: 'other' }),
       ],
       providers: [OtherProcessor],
@@ -77,8 +77,8 @@ describe('EchoMQModule registration', () => {
           imports: [SettingsModule],
           inject: [SETTINGS, 'EXTRA'],
           extraProviders: [{ provide: 'EXTRA', useValue: { attempts: 2 } }],
-          useFactory: (settings: { url: string }, extra: { attempts: number }): EchoMQRootOptions => ({
-            connection: settings.url,
+          useFactory: (settings: { connection: ConnectionInput }, extra: { attempts: number }): EchoMQRootOptions => ({
+            connection: settings.connection,
             defaultJobOptions: { attempts: extra.attempts },
           }),
         }),
@@ -93,10 +93,10 @@ describe('EchoMQModule registration', () => {
     const created = jest.fn();
     @Injectable()
     class RootOptions implements EchoMQOptionsFactory {
-      constructor(@Inject(SETTINGS) private readonly settings: { url: string }) {}
+      constructor(@Inject(SETTINGS) private readonly settings: { connection: ConnectionInput }) {}
       createEchoMQOptions(): EchoMQRootOptions {
         created();
-        return { connection: this.settings.url, prefix: 'cls' };
+        return { connection: this.settings.connection, prefix: 'cls' };
       }
     }
     @Module({ imports: [SettingsModule], providers: [RootOptions], exports: [RootOptions] })
@@ -128,7 +128,7 @@ describe('EchoMQModule registration', () => {
     }
     app = await startApp({
       imports: [
-        EchoMQModule.forRoot({ connection: redisUrl() }),
+        EchoMQModule.forRoot({ connection: testConnection() }),
         EchoMQModule.registerQueueAsync(
           { name: a, imports: [SettingsModule], inject: [SETTINGS], useFactory: (s: { attempts: number }) => ({ defaultJobOptions: { attempts: s.attempts } }) },
           { name: b, useClass: QueueSettings },
@@ -147,7 +147,7 @@ describe('EchoMQModule registration', () => {
 
   it('a queue or processor on a configuration nobody declared fails at init, naming it', async () => {
     const name = uniqueQueueName('nocfg');
-    await expect(startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() }), EchoMQModule.registerQueue({ name, configKey: 'missing' })] }))
+    await expect(startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() }), EchoMQModule.registerQueue({ name, configKey: 'missing' })] }))
       .rejects.toThrow(/configuration "missing".*forRoot\("missing"/);
   });
 
@@ -160,7 +160,7 @@ describe('EchoMQModule registration', () => {
       }
     }
     app = await startApp({
-      imports: [EchoMQModule.forRoot({ connection: redisUrl(), worker: { lockDuration: 4000, concurrency: 1 } })],
+      imports: [EchoMQModule.forRoot({ connection: testConnection(), worker: { lockDuration: 4000, concurrency: 1 } })],
       providers: [Tuned],
     });
     const worker = app.get(WorkerOrchestrator, { strict: false }).getWorker(name)!;

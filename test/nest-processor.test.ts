@@ -5,7 +5,7 @@ import { REQUEST } from '@nestjs/core';
 import type { TestingModule } from '@nestjs/testing';
 import { EchoMQModule, OnWorkerEvent, Process, Processor, Queue, type Job } from '../lib/index.js';
 import { startApp } from './support/nest.js';
-import { eventually, redisUrl, uniqueQueueName } from './support/redis.js';
+import { eventually, testConnection, uniqueQueueName } from './support/redis.js';
 
 /** Finished state and result (or reason) of a job, read from Redis. */
 async function outcome(queue: Queue, id: string) {
@@ -28,7 +28,7 @@ describe('@Processor and @Process', () => {
   beforeEach(() => {
     name = uniqueQueueName('proc');
     // A plain Queue, not registered with the module: the processors below must run anyway.
-    queue = new Queue(name, { connection: redisUrl() });
+    queue = new Queue(name, { connection: testConnection() });
   });
   afterEach(async () => {
     await app?.close();
@@ -49,7 +49,7 @@ describe('@Processor and @Process', () => {
         return `default for ${job.name}`;
       }
     }
-    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() })], providers: [Media] });
+    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() })], providers: [Media] });
     const jobs = await Promise.all([queue.add('resize', { w: 64 }), queue.add('thumb', {}), queue.add('preview', {}), queue.add('zip', {})]);
     const results = await Promise.all(jobs.map((job) => finished(queue, job.id, `job ${job.name}`)));
     expect(results.map((r) => r.result)).toEqual(['resized to 64', 'small thumb', 'small preview', 'default for zip']);
@@ -62,7 +62,7 @@ describe('@Processor and @Process', () => {
         return 'ok';
       }
     }
-    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() })], providers: [Strict] });
+    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() })], providers: [Strict] });
     const job = await queue.add('unknown-name', {}, { attempts: 3 });
     const result = await finished(queue, job.id, 'the unhandled job');
     expect(result.state).toBe('failed');
@@ -76,10 +76,10 @@ describe('@Processor and @Process', () => {
       @Process('a') one() {}
       @Process('a') two() {}
     }
-    await expect(startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() })], providers: [Twice] })).rejects.toThrow(/two @Process\("a"\) handlers: one and two/);
+    await expect(startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() })], providers: [Twice] })).rejects.toThrow(/two @Process\("a"\) handlers: one and two/);
     @Processor(name)
     class Empty {}
-    await expect(startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() })], providers: [Empty] })).rejects.toThrow(/Empty has no @Process/);
+    await expect(startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() })], providers: [Empty] })).rejects.toThrow(/Empty has no @Process/);
   });
 
   it('finds processors given as useClass, useFactory and useValue providers', async () => {
@@ -95,10 +95,10 @@ describe('@Processor and @Process', () => {
     };
     const [Cls, Fac, Val] = [make(names[0], 'class'), make(names[1], 'factory'), make(names[2], 'value')];
     app = await startApp({
-      imports: [EchoMQModule.forRoot({ connection: redisUrl() })],
+      imports: [EchoMQModule.forRoot({ connection: testConnection() })],
       providers: [{ provide: 'CLS', useClass: Cls }, { provide: 'FAC', useFactory: () => new Fac() }, { provide: 'VAL', useValue: new Val() }],
     });
-    const queues = names.map((n) => new Queue(n, { connection: redisUrl() }));
+    const queues = names.map((n) => new Queue(n, { connection: testConnection() }));
     try {
       const jobs = await Promise.all(queues.map((q) => q.add('x', {})));
       const results = await Promise.all(jobs.map((job, i) => finished(queues[i], job.id, `job on ${names[i]}`)));
@@ -124,7 +124,7 @@ describe('@Processor and @Process', () => {
         seen.push(`completed ${job.id} request ${this.request.id}`);
       }
     }
-    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() })], providers: [PerJob, Dependency] });
+    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() })], providers: [PerJob, Dependency] });
     const first = await queue.add('a', {});
     const second = await queue.add('b', {});
     const [one, two] = await Promise.all([first, second].map((job) => finished(queue, job.id, 'scoped job')));
@@ -144,7 +144,7 @@ describe('@Processor and @Process', () => {
         return this.nr;
       }
     }
-    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() })], providers: [Fresh] });
+    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() })], providers: [Fresh] });
     const jobs = [await queue.add('a', {}), await queue.add('b', {})];
     const results = await Promise.all(jobs.map((job) => finished(queue, job.id, 'transient job')));
     expect(new Set(results.map((r) => r.result)).size).toBe(2);
@@ -175,7 +175,7 @@ describe('@Processor and @Process', () => {
         events.push(`failed ${job.name} ${error.message}`);
       }
     }
-    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: redisUrl() })], providers: [Watched] });
+    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() })], providers: [Watched] });
     await queue.add('ok', {});
     await queue.add('bad', {});
     await eventually(() => events.length === 5, 10_000, 'five worker events');

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { EchoMQOptionError, Queue, QueueEvents, Worker } from '../lib/index.js';
-import { redisUrl, sleep, uniqueQueueName } from './support/redis.js';
+import { Cluster } from 'ioredis';
+import { EchoMQOptionError, Queue, QueueEvents, Worker, type ConnectionInput } from '../lib/index.js';
+import { clusterNodes, masters, newClient, onCluster, redisUrl, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 
 // QueueEvents: what it promises about its own promises, its listeners and its options.
 
@@ -20,14 +21,14 @@ const settle = () => sleep(300);
 
 describe('constructors leave no promise that can reject unobserved', () => {
   it('QueueEvents closed at once', async () => {
-    const events = new QueueEvents(uniqueQueueName('ev'), { connection: redisUrl() });
+    const events = new QueueEvents(uniqueQueueName('ev'), { connection: testConnection() });
     await events.close();
     await settle();
     expect(unobserved).toEqual([]);
   });
 
   it('QueueEvents closed at once says so through waitUntilReady', async () => {
-    const events = new QueueEvents(uniqueQueueName('ev'), { connection: redisUrl() });
+    const events = new QueueEvents(uniqueQueueName('ev'), { connection: testConnection() });
     await events.close();
     await expect(events.waitUntilReady()).rejects.toThrow(/closed/);
     await settle();
@@ -36,8 +37,8 @@ describe('constructors leave no promise that can reject unobserved', () => {
 
   it('Queue and Worker closed at once', async () => {
     const name = uniqueQueueName('ev');
-    const queue = new Queue(name, { connection: redisUrl() });
-    const worker = new Worker(name, async () => null, { connection: redisUrl() });
+    const queue = new Queue(name, { connection: testConnection() });
+    const worker = new Worker(name, async () => null, { connection: testConnection() });
     await Promise.all([queue.close(), worker.close()]);
     await settle();
     expect(unobserved).toEqual([]);
@@ -57,8 +58,8 @@ describe('QueueEvents as an EventEmitter', () => {
 
   it('calls on(name, listener) with BullMQ\'s arguments: (fields, stream id)', async () => {
     const name = uniqueQueueName('ev');
-    queue = new Queue(name, { connection: redisUrl() });
-    events = new QueueEvents(name, { connection: redisUrl() });
+    queue = new Queue(name, { connection: testConnection() });
+    events = new QueueEvents(name, { connection: testConnection() });
     const seen: Array<[string, unknown, string]> = [];
     for (const event of ['waiting', 'active', 'progress', 'completed', 'failed', 'delayed'] as const) {
       events.on(event, (args: unknown, id: string) => seen.push([event, args, id]));
@@ -73,7 +74,7 @@ describe('QueueEvents as an EventEmitter', () => {
       await job.updateProgress({ half: true });
       if (job.name === 'bad') throw new Error('it broke');
       return { ok: 1 };
-    }, { connection: redisUrl() });
+    }, { connection: testConnection() });
     const good = await queue.add('good', {});
     const due = Date.now() + 60_000;
     const later = await queue.add('later', {}, { delay: 60_000 });
@@ -100,8 +101,8 @@ describe('QueueEvents as an EventEmitter', () => {
 
   it('keeps the RxJS face as events$ and event$(name)', async () => {
     const name = uniqueQueueName('ev');
-    queue = new Queue(name, { connection: redisUrl() });
-    events = new QueueEvents(name, { connection: redisUrl() });
+    queue = new Queue(name, { connection: testConnection() });
+    events = new QueueEvents(name, { connection: testConnection() });
     const waiting: string[] = [];
     const all: string[] = [];
     events.event$('waiting').subscribe((entry) => waiting.push(entry.jobId));
@@ -116,8 +117,8 @@ describe('QueueEvents as an EventEmitter', () => {
 
   it('reports a listener that throws on `error` and goes on reading', async () => {
     const name = uniqueQueueName('ev');
-    queue = new Queue(name, { connection: redisUrl() });
-    events = new QueueEvents(name, { connection: redisUrl() });
+    queue = new Queue(name, { connection: testConnection() });
+    events = new QueueEvents(name, { connection: testConnection() });
     const errors: Error[] = [];
     const waiting: string[] = [];
     events.on('error', (error) => errors.push(error));
@@ -137,14 +138,13 @@ describe('QueueEvents as an EventEmitter', () => {
 
 describe('QueueEvents errors', () => {
   it('a start that fails rejects waitUntilReady and goes to `error`, nothing unobserved', async () => {
-    const admin = new Queue(uniqueQueueName('acl'), { connection: redisUrl() });
+    const admin = newClient();
+    const servers = await masters(admin); // ACL SETUSER reaches one node: set the user on each master
     const user = uniqueQueueName('no-xrevrange');
-    await admin.client.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-xrevrange');
-    const url = new URL(redisUrl());
-    url.username = user;
-    url.password = 'pw';
+    for (const server of servers) await server.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-xrevrange');
+    const connection = connectionAs(user, 'pw');
     try {
-      const events = new QueueEvents(uniqueQueueName('ev'), { connection: url.toString() });
+      const events = new QueueEvents(uniqueQueueName('ev'), { connection });
       const errors: Error[] = [];
       events.on('error', (error) => errors.push(error));
       await expect(events.waitUntilReady()).rejects.toThrow(/NOPERM/);
@@ -154,14 +154,15 @@ describe('QueueEvents errors', () => {
       await settle();
       expect(unobserved).toEqual([]);
     } finally {
-      await admin.client.call('ACL', 'DELUSER', user);
-      await admin.close();
+      if (connection instanceof Cluster) connection.disconnect(); // the caller's instance: EchoMQ leaves it open
+      for (const server of servers) await server.call('ACL', 'DELUSER', user);
+      await admin.quit();
     }
   });
 
   it('checks its prefix and blockingTimeout as Queue and Worker do, before it connects', async () => {
     const created: QueueEvents[] = [];
-    const construct = (opts: object) => () => created.push(new QueueEvents(uniqueQueueName('ev'), { connection: redisUrl(), ...opts }));
+    const construct = (opts: object) => () => created.push(new QueueEvents(uniqueQueueName('ev'), { connection: testConnection(), ...opts }));
     try {
       expect(construct({ prefix: 'a{b}' })).toThrow(EchoMQOptionError);
       expect(construct({ prefix: '' })).toThrow(/prefix/);
@@ -178,4 +179,13 @@ async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> 
     if (Date.now() > until) throw new Error('timed out');
     await sleep(20);
   }
+}
+
+/** The test Redis as an ACL user: a URL, or in the cluster run a Cluster whose nodes log in as the user. */
+function connectionAs(username: string, password: string): ConnectionInput {
+  if (onCluster) return new Cluster(clusterNodes(), { redisOptions: { username, password } });
+  const url = new URL(redisUrl());
+  url.username = username;
+  url.password = password;
+  return url.toString();
 }

@@ -1,13 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { EchoMQOptionError, Queue } from '../lib/index.js';
-import { newClient, queueKeys, redisUrl, uniqueQueueName } from './support/redis.js';
+import { newClient, queueKeys, testConnection, uniqueQueueName } from './support/redis.js';
 
 describe('QueueOptions', () => {
   it('refuses defaultJobOptions.jobId: every add would be the one job', async () => {
     const name = uniqueQueueName('opts');
     let error: unknown;
     try {
-      await new Queue(name, { connection: redisUrl(), defaultJobOptions: { jobId: 'same' } }).close();
+      await new Queue(name, { connection: testConnection(), defaultJobOptions: { jobId: 'same' } }).close();
     } catch (thrown) {
       error = thrown;
     }

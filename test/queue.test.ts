@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import { EchoMQError, EchoMQOptionError, Queue, type JobOptions } from '../lib/index.js';
-import { newClient, queueKeys, redisUrl, uniqueQueueName } from './support/redis.js';
+import { newClient, queueKeys, testConnection, uniqueQueueName } from './support/redis.js';
 import { snapshot } from './support/scripts.js';
 
 const client = newClient();
@@ -11,7 +11,7 @@ afterEach(async () => {
 afterAll(() => client.quit());
 
 function newQueue(name = uniqueQueueName(), opts = {}): Queue {
-  const queue = new Queue(name, { connection: redisUrl(), ...opts });
+  const queue = new Queue(name, { connection: testConnection(), ...opts });
   open.push(queue);
   return queue;
 }

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { startRedis, type RedisProcess } from './support/redis-process.js';
-import { eventually, queueKeys } from './support/redis.js';
+import { eventually, queueKeys, singleNodeDescribe } from './support/redis.js';
 import { Harness } from './support/workers.js';
 
 // A Redis restart mid-run, on a server of its own that keeps every write (AOF, fsync always):
@@ -14,7 +14,8 @@ afterAll(() => redis.stop());
 
 const TOTAL = 1000;
 
-describe('Redis restart', () => {
+// Single-node: restarts a redis-server of its own.
+singleNodeDescribe('Redis restart', () => {
   it('loses and duplicates nothing across a restart, then goes on with new jobs', async () => {
     const h = new Harness(redis.url);
     const client = new Redis(redis.url, { maxRetriesPerRequest: null });

@@ -1,10 +1,10 @@
 import 'reflect-metadata';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { AddressInfo } from 'node:net';
 import { AppModule } from '../sample/app.module.js';
-import { eventually, redisUrl, uniqueQueueName } from './support/redis.js';
+import { eventually, redisUrl, singleNodeDescribe, uniqueQueueName } from './support/redis.js';
 
 /** Reads a Server-Sent Events stream in the background, keeping each event's parsed data. */
 function readEvents(url: string) {
@@ -30,7 +30,8 @@ function readEvents(url: string) {
   return { events, stop: async () => { controller.abort(); await done; } };
 }
 
-describe('the sample app over HTTP', () => {
+// Single-node: the sample service takes a redis:// URL, which is one node.
+singleNodeDescribe('the sample app over HTTP', () => {
   let app: INestApplication;
   let base: string;
   beforeAll(async () => {

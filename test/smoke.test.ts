@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { Queue, Worker } from '../lib/index.js';
-import { newClient, queueKeys, redisUrl, uniqueQueueName } from './support/redis.js';
+import { newClient, queueKeys, testConnection, uniqueQueueName } from './support/redis.js';
 
 describe('smoke', () => {
   const client = newClient();
@@ -8,9 +8,9 @@ describe('smoke', () => {
 
   it('processes a job end to end and leaves no lock behind', async () => {
     const name = uniqueQueueName();
-    const queue = new Queue(name, { connection: redisUrl() });
+    const queue = new Queue(name, { connection: testConnection() });
     const job = await queue.add('hello', { n: 1 });
-    const worker = new Worker(name, async (j) => ({ echoed: j.data }), { connection: redisUrl() });
+    const worker = new Worker(name, async (j) => ({ echoed: j.data }), { connection: testConnection() });
     const done = new Promise<unknown>((resolve) => {
       worker.on('completed', (_job, result) => resolve(result));
     });

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { EchoMQError, Keys, LockManager, Queue, Worker, type JobStalledEvent, type LockRenewalFailedEvent } from '../lib/index.js';
-import { eventually, newClient, redisUrl, sleep, uniqueQueueName } from './support/redis.js';
+import { eventually, newClient, testConnection, sleep, uniqueQueueName } from './support/redis.js';
 
 function collect<T>(source: { subscribe(fn: (e: T) => void): { unsubscribe(): void } }): T[] {
   const seen: T[] = [];
@@ -19,21 +19,21 @@ describe('stalled jobs', () => {
 
   it('renew interval over lockDuration: the lock lapses, a sweep recovers the job, a second worker runs it, the late completion fails with -2', async () => {
     const name = uniqueQueueName('lapse');
-    const queue = new Queue(name, { connection: redisUrl() });
+    const queue = new Queue(name, { connection: testConnection() });
     const lockManager = new LockManager();
     const stalled = collect<JobStalledEvent>(lockManager.stalled$);
     // Worker A renews every 3 s a lock that lives 1 s (the escape hatch), and finishes after 2.5 s.
     const first = new Worker(name, async () => {
       await sleep(2500);
       return 'late';
-    }, { connection: redisUrl(), lockManager, lockDuration: 1000, unsafeLockRenewTime: 3000, stalledInterval: 300 });
+    }, { connection: testConnection(), lockManager, lockDuration: 1000, unsafeLockRenewTime: 3000, stalledInterval: 300 });
     const firstCompleted: string[] = [];
     first.on('completed', (job) => firstCompleted.push(job.id));
     const firstLost = new Promise<Error>((resolve) => first.once('lockLost', (_job, error) => resolve(error)));
     const job = await queue.add('slow', {});
     await eventually(() => lockManager.trackedCount(first.id) === 1, 5000, 'worker A holds the job');
 
-    const second = new Worker(name, async () => 'recovered', { connection: redisUrl(), lockManager, lockDuration: 1000, stalledInterval: 300 });
+    const second = new Worker(name, async () => 'recovered', { connection: testConnection(), lockManager, lockDuration: 1000, stalledInterval: 300 });
     const secondCompleted = new Promise<string>((resolve) => second.once('completed', (j) => resolve(j.id)));
 
     expect(await secondCompleted).toBe(job.id);
@@ -54,8 +54,8 @@ describe('stalled jobs', () => {
 
   it('maxStalledCount 0: the first stall fails the job with the stall reason', async () => {
     const name = uniqueQueueName('stall0');
-    const queue = new Queue(name, { connection: redisUrl() });
-    const worker = new Worker(name, hang, { connection: redisUrl(), lockDuration: 300, unsafeLockRenewTime: 600_000, stalledInterval: 200, maxStalledCount: 0 });
+    const queue = new Queue(name, { connection: testConnection() });
+    const worker = new Worker(name, hang, { connection: testConnection(), lockDuration: 300, unsafeLockRenewTime: 600_000, stalledInterval: 200, maxStalledCount: 0 });
     const stalled = collect<JobStalledEvent>(worker.lockManager.stalled$);
     const job = await queue.add('x', {});
     await eventually(async () => (await queue.getJob(job.id))?.failedReason, 10_000, 'the job failed');
@@ -70,9 +70,9 @@ describe('stalled jobs', () => {
 
   it('maxStalledCount 1: one stall goes back to wait, the second fails it; stc counts both; the stale ownership is let go', async () => {
     const name = uniqueQueueName('stall1');
-    const queue = new Queue(name, { connection: redisUrl() });
+    const queue = new Queue(name, { connection: testConnection() });
     // concurrency 2: the same worker takes the requeued job again while its first handler still hangs.
-    const worker = new Worker(name, hang, { connection: redisUrl(), concurrency: 2, lockDuration: 300, unsafeLockRenewTime: 600_000, stalledInterval: 200, maxStalledCount: 1 });
+    const worker = new Worker(name, hang, { connection: testConnection(), concurrency: 2, lockDuration: 300, unsafeLockRenewTime: 600_000, stalledInterval: 200, maxStalledCount: 1 });
     const stalled = collect<JobStalledEvent>(worker.lockManager.stalled$);
     const lost = collect<LockRenewalFailedEvent>(worker.lockManager.renewalFailed$);
     const job = await queue.add('x', {});
@@ -90,11 +90,11 @@ describe('stalled jobs', () => {
 
   it('a healthy worker never stalls: two sweeps find the job active but its lock renewed', async () => {
     const name = uniqueQueueName('healthy');
-    const queue = new Queue(name, { connection: redisUrl() });
+    const queue = new Queue(name, { connection: testConnection() });
     const worker = new Worker(name, async () => {
       await sleep(1500);
       return 'ok';
-    }, { connection: redisUrl(), lockDuration: 400, stalledInterval: 150 });
+    }, { connection: testConnection(), lockDuration: 400, stalledInterval: 150 });
     const stalled = collect<JobStalledEvent>(worker.lockManager.stalled$);
     const completed = new Promise((resolve) => worker.once('completed', resolve));
     const job = await queue.add('x', {});

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { EchoMQOptionError, Queue } from '../lib/index.js';
-import { redisUrl, uniqueQueueName } from './support/redis.js';
+import { testConnection, uniqueQueueName } from './support/redis.js';
 
 // Every method that takes a state takes BullMQ's `waiting` for `wait` and refuses what is not a
 // state; getJob answers undefined for an id that cannot name a job.
@@ -18,7 +18,7 @@ async function refusal(call: Promise<unknown>): Promise<EchoMQOptionError> {
 
 describe('states by name', () => {
   it('takes `waiting` as `wait` in getJobs and getJobCounts, keyed as asked', async () => {
-    queue = new Queue(uniqueQueueName('st'), { connection: redisUrl() });
+    queue = new Queue(uniqueQueueName('st'), { connection: testConnection() });
     const [a, b] = await queue.addBulk([{ name: 'a', data: 1 }, { name: 'b', data: 2 }]);
     expect((await queue.getJobs('waiting')).map((job) => job.id)).toEqual([a.id, b.id]);
     expect((await queue.getJobs(['waiting', 'completed'])).map((job) => job.id)).toEqual([a.id, b.id]);
@@ -28,7 +28,7 @@ describe('states by name', () => {
   });
 
   it('refuses a state that is not one, naming where', async () => {
-    queue = new Queue(uniqueQueueName('st'), { connection: redisUrl() });
+    queue = new Queue(uniqueQueueName('st'), { connection: testConnection() });
     await queue.add('a', {});
     expect((await refusal(queue.getJobs('bogus' as never))).field).toBe('states');
     expect((await refusal(queue.getJobs(['wait', 'meta'] as never))).field).toBe('states[1]');
@@ -43,7 +43,7 @@ describe('states by name', () => {
 
 describe('getJob', () => {
   it('answers undefined for an id that names another key of the queue, and finds automatic ids', async () => {
-    queue = new Queue(uniqueQueueName('st'), { connection: redisUrl() });
+    queue = new Queue(uniqueQueueName('st'), { connection: testConnection() });
     const job = await queue.add('a', {});
     await job.log('a line'); // `<id>:logs` exists now
     await queue.pause(); // `meta` exists now

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { EchoMQOptionError, JobNotFoundError, Queue, QueueEvents, Worker } from '../lib/index.js';
-import { eventually, redisUrl, uniqueQueueName } from './support/redis.js';
+import { eventually, testConnection, uniqueQueueName } from './support/redis.js';
 
 // waitUntilFinished without a timeout settles for every job, even one already gone.
 let queue: Queue;
@@ -16,8 +16,8 @@ afterEach(async () => {
 /** The queue, and its QueueEvents unless `later` (then the test opens it once the job is gone, so the stream's live reads cannot tell). */
 function open(later = false) {
   const name = uniqueQueueName('wuf');
-  queue = new Queue(name, { connection: redisUrl() });
-  if (!later) events = new QueueEvents(name, { connection: redisUrl() });
+  queue = new Queue(name, { connection: testConnection() });
+  if (!later) events = new QueueEvents(name, { connection: testConnection() });
   return name;
 }
 
@@ -32,19 +32,19 @@ function settled<T>(promise: Promise<T>): Promise<{ value: T } | { error: unknow
 describe('waitUntilFinished of a job that is gone', () => {
   it('settles with the result of a job removed on completion before the call', async () => {
     const name = open(true);
-    worker = new Worker(name, async () => ({ sum: 3 }), { connection: redisUrl() });
+    worker = new Worker(name, async () => ({ sum: 3 }), { connection: testConnection() });
     const job = await queue.add('sum', {}, { removeOnComplete: true });
     await eventually(async () => (await queue.getJob(job.id)) === undefined, 10_000, 'the job done and removed');
-    events = new QueueEvents(name, { connection: redisUrl() });
+    events = new QueueEvents(name, { connection: testConnection() });
     expect(await settled(job.waitUntilFinished(events))).toEqual({ value: { sum: 3 } });
   });
 
   it('settles with the failure of a job removed on failure before the call', async () => {
     const name = open(true);
-    worker = new Worker(name, async () => { throw new Error('it broke'); }, { connection: redisUrl() });
+    worker = new Worker(name, async () => { throw new Error('it broke'); }, { connection: testConnection() });
     const job = await queue.add('bad', {}, { removeOnFail: true });
     await eventually(async () => (await queue.getJob(job.id)) === undefined, 10_000, 'the job failed and removed');
-    events = new QueueEvents(name, { connection: redisUrl() });
+    events = new QueueEvents(name, { connection: testConnection() });
     const outcome = await settled(job.waitUntilFinished(events));
     expect((outcome as { error: Error }).error.message).toBe('it broke');
   });
@@ -68,7 +68,7 @@ describe('waitUntilFinished of a job that is gone', () => {
   it('refuses the QueueEvents of another queue, which would never tell', async () => {
     open();
     const job = await queue.add('a', {});
-    const other = new QueueEvents(uniqueQueueName('other'), { connection: redisUrl() });
+    const other = new QueueEvents(uniqueQueueName('other'), { connection: testConnection() });
     try {
       await expect(job.waitUntilFinished(other, 1000)).rejects.toThrow(EchoMQOptionError);
     } finally {

@@ -6,7 +6,7 @@ import {
 } from '../lib/index.js';
 import { CloseTimeoutError } from '../lib/runtime/worker.js';
 import { startRedis } from './support/redis-process.js';
-import { eventually, newClient, redisUrl, sleep, uniqueQueueName } from './support/redis.js';
+import { eventually, newClient, singleNodeIt, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 import { collect, Harness } from './support/workers.js';
 
 // close() is bounded: no sleep of the worker (a limiter window, the error backoff) outlives it,
@@ -74,14 +74,14 @@ describe("Worker 'ready'", () => {
     process.on('unhandledRejection', onRejection);
     try {
       const name = uniqueQueueName('at-once');
-      const workers = Array.from({ length: 5 }, () => new Worker(name, async () => null, { connection: redisUrl() }));
+      const workers = Array.from({ length: 5 }, () => new Worker(name, async () => null, { connection: testConnection() }));
       let ready = 0;
       for (const worker of workers) worker.on('ready', () => ready++);
       await Promise.all(workers.map((worker) => worker.close()));
       // Also one that never ran, and one given up at once.
-      const idle = new Worker(name, async () => null, { connection: redisUrl(), autorun: false });
+      const idle = new Worker(name, async () => null, { connection: testConnection(), autorun: false });
       await idle.close();
-      const forced = new Worker(name, async () => null, { connection: redisUrl() });
+      const forced = new Worker(name, async () => null, { connection: testConnection() });
       await forced.close(true);
       await sleep(500);
       expect(ready).toBe(0);
@@ -95,21 +95,22 @@ describe("Worker 'ready'", () => {
 describe('closeTimeout', () => {
   it('is validated like the other options', () => {
     for (const bad of [0, -1, 1.5, Number.NaN, 2 ** 31, '1000' as unknown as number]) {
-      expect(() => new Worker('q', async () => null, { closeTimeout: bad, autorun: false, connection: redisUrl() }))
+      expect(() => new Worker('q', async () => null, { closeTimeout: bad, autorun: false, connection: testConnection() }))
         .toThrow(expect.objectContaining({ field: 'closeTimeout' }));
     }
     expect(() => new Worker('q', async () => null, { closeTimeout: 0, autorun: false })).toThrow(EchoMQOptionError);
   });
 
   it('defaults to 30 s; Infinity means no bound', async () => {
-    const worker = new Worker(uniqueQueueName('defaults'), async () => null, { connection: redisUrl(), autorun: false });
-    const unbounded = new Worker(uniqueQueueName('defaults'), async () => null, { connection: redisUrl(), autorun: false, closeTimeout: Infinity });
+    const worker = new Worker(uniqueQueueName('defaults'), async () => null, { connection: testConnection(), autorun: false });
+    const unbounded = new Worker(uniqueQueueName('defaults'), async () => null, { connection: testConnection(), autorun: false, closeTimeout: Infinity });
     expect(worker.options.closeTimeout).toBe(30_000);
     expect(unbounded.options.closeTimeout).toBe(Infinity);
     await Promise.all([worker.close(), unbounded.close()]);
   });
 
-  it.each(['SIGSTOP', 'SIGKILL'] as const)(
+  // Single-node: stops or kills a redis-server of its own.
+  singleNodeIt.each(['SIGSTOP', 'SIGKILL'] as const)(
     'bounds close() while Redis does not answer (%s): the running job is given up and the error says so',
     async (signal) => {
       const redis = await startRedis();
@@ -157,7 +158,8 @@ describe('closeTimeout', () => {
 });
 
 describe('closeTimeout in Nest', () => {
-  it('app.close() returns while Redis does not answer: the drain is bounded, then the shared connection is dropped', async () => {
+  // Single-node: stops a redis-server of its own.
+  singleNodeIt('app.close() returns while Redis does not answer: the drain is bounded, then the shared connection is dropped', async () => {
     const redis = await startRedis();
     const name = uniqueQueueName('nest-unreachable');
     let aborted = false;

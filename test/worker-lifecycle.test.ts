@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { firstValueFrom, filter, toArray, take } from 'rxjs';
 import { EchoMQError, EchoMQOptionError, QueueEvents, Worker, type Job } from '../lib/index.js';
-import { eventually, newClient, redisUrl, sleep } from './support/redis.js';
+import { eventually, newClient, testConnection, sleep } from './support/redis.js';
 import { collect, Harness } from './support/workers.js';
 
 // The Worker's lifecycle against real Redis: pause, concurrency, close, job methods, events.
@@ -62,7 +62,7 @@ describe('Worker: pause and concurrency', () => {
   });
 
   it('refuses a concurrency of 0 and a lockRenewTime at or over lockDuration', () => {
-    expect(() => new Worker('q', async () => null, { concurrency: 0, autorun: false, connection: redisUrl() }))
+    expect(() => new Worker('q', async () => null, { concurrency: 0, autorun: false, connection: testConnection() }))
       .toThrow(expect.objectContaining({ field: 'concurrency' }));
     expect(() => new Worker('q', async () => null, { lockDuration: 1000, lockRenewTime: 1000, autorun: false }))
       .toThrow(EchoMQOptionError);
@@ -227,7 +227,7 @@ describe('Job methods inside and after a run', () => {
 describe('QueueEvents and waitUntilFinished', () => {
   it('streams the lifecycle of a job as typed events', async () => {
     h = new Harness();
-    const events = new QueueEvents(h.name, { connection: redisUrl() });
+    const events = new QueueEvents(h.name, { connection: testConnection() });
     await events.waitUntilReady();
     const seen = firstValueFrom(events.events$.pipe(filter((e) => e.jobId === '1'), take(4), toArray()));
     h.worker(async (job: Job) => { await job.updateProgress(7); return { ok: true }; });
@@ -241,7 +241,7 @@ describe('QueueEvents and waitUntilFinished', () => {
 
   it('waitUntilFinished resolves with the result, rejects with the failure, and times out', async () => {
     h = new Harness();
-    const events = new QueueEvents(h.name, { connection: redisUrl() });
+    const events = new QueueEvents(h.name, { connection: testConnection() });
     await events.waitUntilReady();
     const g = gate();
     h.worker(async (job: Job) => {

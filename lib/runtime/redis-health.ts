@@ -1,3 +1,4 @@
+import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from '../protocol/script.js';
 
 /**
@@ -29,17 +30,32 @@ export function explainRedisError(error: unknown, action: string): unknown {
  * the policy is then simply not checked.
  */
 export async function evictionPolicyWarning(client: RedisClient): Promise<string | undefined> {
-  let reply: unknown;
+  let replies: unknown[];
   try {
-    reply = await client.config('GET', 'maxmemory-policy');
+    replies = await Promise.all((await servers(client)).map((server) => server.config('GET', 'maxmemory-policy')));
   } catch {
     return undefined;
   }
-  const pairs = reply as string[] | Record<string, string>;
-  const policy = Array.isArray(pairs) ? pairs[1] : pairs?.['maxmemory-policy'];
-  if (policy === undefined || policy === 'noeviction') return undefined;
-  return `Redis maxmemory-policy is "${policy}": under memory pressure Redis may evict job keys and jobs would be lost. ` +
-    'Set maxmemory-policy to noeviction (CONFIG SET maxmemory-policy noeviction) for the queue\'s Redis';
+  for (const reply of replies) {
+    const pairs = reply as string[] | Record<string, string>;
+    const policy = Array.isArray(pairs) ? pairs[1] : pairs?.['maxmemory-policy'];
+    if (policy === undefined || policy === 'noeviction') continue;
+    return `Redis maxmemory-policy is "${policy}": under memory pressure Redis may evict job keys and jobs would be lost. ` +
+      'Set maxmemory-policy to noeviction (CONFIG SET maxmemory-policy noeviction) for the queue\'s Redis';
+  }
+  return undefined;
+}
+
+/**
+ * The servers a server-wide check asks: the connection itself, or every master of a Cluster (a
+ * keyless command such as CONFIG GET goes to one node of a Cluster, and any master may hold a
+ * queue's slot). A Cluster knows its masters once it has loaded its slots: the PING waits for that.
+ */
+async function servers(client: RedisClient): Promise<Array<Redis | Cluster>> {
+  if (!(client instanceof Cluster)) return [client];
+  await client.ping();
+  const masters = client.nodes('master');
+  return masters.length > 0 ? masters : [client];
 }
 
 /** The oldest Redis the scripts run on: the batch pickup pops with RPOP and a count (6.2). */

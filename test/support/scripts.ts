@@ -1,12 +1,12 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { v4 as uuid } from 'uuid';
 import { Keys } from '../../lib/index.js';
 import { Scripts, type Pickup } from '../../lib/internal.js';
 import type { NewJob } from '../../lib/protocol/scripts.js';
-import { uniqueQueueName } from './redis.js';
+import { scanKeys, uniqueQueueName } from './redis.js';
 
 /** A queue's Keys and Scripts on a test connection, to call the lua scripts directly. */
-export function scriptsFor(client: Redis, queueName = uniqueQueueName('s')): { keys: Keys; scripts: Scripts } {
+export function scriptsFor(client: Redis | Cluster, queueName = uniqueQueueName('s')): { keys: Keys; scripts: Scripts } {
   const keys = new Keys(queueName);
   return { keys, scripts: new Scripts(client, keys, 1000) };
 }
@@ -33,16 +33,9 @@ export async function pickAll(scripts: Scripts): Promise<string[]> {
 }
 
 /** Every key of the queue with its type and contents, to prove a script wrote nothing. */
-export async function snapshot(client: Redis, keys: Keys): Promise<Record<string, unknown>> {
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await client.scan(cursor, 'MATCH', `${keys.base}*`, 'COUNT', 1000);
-    cursor = next;
-    found.push(...batch);
-  } while (cursor !== '0');
+export async function snapshot(client: Redis | Cluster, keys: Keys): Promise<Record<string, unknown>> {
   const dump: Record<string, unknown> = {};
-  for (const key of found.sort()) {
+  for (const key of await scanKeys(client, `${keys.base}*`)) {
     const type = await client.type(key);
     if (type === 'string') dump[key] = await client.get(key);
     else if (type === 'list') dump[key] = await client.lrange(key, '0', '-1');

@@ -1,6 +1,6 @@
-import { Queue, Worker, type Job, type WorkerConstructorOptions } from '../../lib/index.js';
+import { Queue, Worker, type ConnectionInput, type Job, type WorkerConstructorOptions } from '../../lib/index.js';
 import type { ProcessorFunction } from '../../lib/runtime/job-runner.js';
-import { redisUrl, uniqueQueueName } from './redis.js';
+import { testConnection, uniqueQueueName } from './redis.js';
 
 /**
  * A queue and the workers of one test, closed together at the end (force-closed, so a test that
@@ -11,14 +11,14 @@ export class Harness {
   readonly queue: Queue;
   private readonly workers: Worker[] = [];
 
-  /** `url`: the Redis to use; by default the test run's private server. */
-  constructor(readonly url = redisUrl()) {
-    this.queue = new Queue(this.name, { connection: url });
+  /** `connection`: the Redis to use; by default the test run's (a Cluster in the cluster run). */
+  constructor(readonly connection: ConnectionInput = testConnection()) {
+    this.queue = new Queue(this.name, { connection });
   }
 
   /** A worker on the harness's Redis; errors are collected instead of printed. */
   worker<D = unknown, R = unknown>(processor: ProcessorFunction<D, R>, opts: WorkerConstructorOptions = {}): Worker<D, R> {
-    const worker = new Worker<D, R>(this.name, processor, { connection: this.url, ...opts });
+    const worker = new Worker<D, R>(this.name, processor, { connection: this.connection, ...opts });
     worker.on('error', (error) => this.errors.push(error));
     this.workers.push(worker as Worker);
     return worker;
