@@ -93,6 +93,21 @@ describe("Worker 'ready'", () => {
 });
 
 describe('closeTimeout', () => {
+  it('counts only the time Redis answers nothing: while it answers, close() waits for a job longer than the bound', async () => {
+    h = new Harness();
+    const worker = h.worker(async () => {
+      await sleep(1500);
+      return 'finished';
+    }, { closeTimeout: 500 });
+    const done = collect(worker, 'completed', 1);
+    const job = await h.queue.add('long', {});
+    await eventually(() => worker.runningCount === 1, 5000, 'the job running');
+    await worker.close();
+    await done;
+    expect(h.errors.filter((error) => error instanceof CloseTimeoutError)).toEqual([]);
+    expect(await h.queue.getJob(job.id).then((stored) => [stored?.returnvalue, stored?.stalledCounter])).toEqual(['finished', 0]);
+  });
+
   it('is validated like the other options', () => {
     for (const bad of [0, -1, 1.5, Number.NaN, 2 ** 31, '1000' as unknown as number]) {
       expect(() => new Worker('q', async () => null, { closeTimeout: bad, autorun: false, connection: testConnection() }))
