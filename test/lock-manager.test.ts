@@ -328,6 +328,13 @@ describe('LockManager: timing options', () => {
     expect(lockManager.register({ ...holder, lockRenewTime: 4000, allowLapsingRenewTime: true }).holder.lockRenewTime).toBe(4000);
   });
 
+  it('refuses a worker once closed: it would run jobs with no heartbeat', async () => {
+    const lockManager = new LockManager();
+    await lockManager.close();
+    expect(() => new Worker(uniqueQueueName('closedlm'), async () => null, { connection: testConnection(), lockManager, autorun: false }))
+      .toThrow(/LockManager is closed/);
+  });
+
   it('accepts unsafeLockRenewTime over lockDuration: the documented escape hatch for demos and tests', async () => {
     const worker = make({ lockDuration: 1000, unsafeLockRenewTime: 4000 })();
     expect(worker.options.lockRenewTime).toBe(4000);

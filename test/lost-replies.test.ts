@@ -160,9 +160,7 @@ singleNodeDescribe('a lost reply to a finishing script', () => {
     const jobs = await queue.getJobs('completed');
     expect(jobs.map((j) => [j.attemptsStarted, j.stalledCounter])).toEqual([[1, 0], [1, 0]]);
   });
-});
 
-describe('a heartbeat that gets no answer', () => {
   it('reports each tick that waited a whole interval, and aborts the job once its lock can no longer be shown alive', async () => {
     const name = uniqueQueueName('silentbeat');
     const queue = new Queue(name, { connection: redisUrl() });

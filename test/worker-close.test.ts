@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import {
   EchoMQModule, EchoMQOptionError, Process, Processor, Queue, Worker, WorkerOrchestrator, getQueueToken, type Job,
 } from '../lib/index.js';
-import { CloseTimeoutError } from '../lib/runtime/worker.js';
+import { CloseTimeoutError } from '../lib/index.js';
 import { startRedis } from './support/redis-process.js';
 import { eventually, newClient, singleNodeIt, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 import { collect, Harness } from './support/workers.js';

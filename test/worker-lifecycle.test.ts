@@ -315,6 +315,23 @@ describe('Worker: pause() and resume() (this worker only)', () => {
     expect((await later)[0].name).toBe('later');
   });
 
+  it('a paused worker passes the wake-up on: another idle worker takes a job added meanwhile at once', async () => {
+    h = new Harness();
+    const paused = h.worker(async () => 'paused one', { drainDelay: 10 });
+    await paused.waitUntilReady();
+    await sleep(200); // blocked on the marker first: the next marker pops here
+    const other = h.worker(async () => 'other', { drainDelay: 10 });
+    await other.waitUntilReady();
+    await sleep(200);
+    await paused.pause(true);
+    const done = collect(other, 'completed', 1);
+    const added = Date.now();
+    await h.queue.add('meanwhile', {});
+    await done;
+    // Before, the paused worker swallowed the marker and the other one woke at its drainDelay (10 s).
+    expect(Date.now() - added).toBeLessThan(3000);
+  });
+
   it('pause(true) does not wait; close() while paused waits for the running job and closes', async () => {
     h = new Harness();
     const g = gate();

@@ -101,3 +101,26 @@ export async function closeClient(client: RedisClient, withinMs = QUIT_WAIT_MS):
 export function dropClient(client: RedisClient): void {
   if (client.status !== 'end') client.disconnect();
 }
+
+/** A connection's drop count: read it before and after a call to know whether one fell inside it. */
+export interface DropCounter {
+  readonly drops: number;
+}
+
+const dropCounters = new WeakMap<RedisClient, { drops: number }>();
+
+/**
+ * The drop counter of a connection: one 'close' listener per connection however many workers
+ * share it (one per worker passed Node's listener limit at the eleventh, in a Nest app's shared
+ * connection). On an ioredis Cluster, 'close' is the whole cluster connection's; a single node's
+ * reconnect is not counted.
+ */
+export function dropCounter(client: RedisClient): DropCounter {
+  let counter = dropCounters.get(client);
+  if (!counter) {
+    const created = { drops: 0 };
+    client.on('close', () => void created.drops++);
+    dropCounters.set(client, (counter = created));
+  }
+  return counter;
+}

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../protocol/script.js';
-import { dropClient } from './connection.js';
+import { dropClient, dropCounter, type DropCounter } from './connection.js';
 import type { Keys } from '../protocol/keys.js';
 import type { Pickup, RateLimit, Scripts } from '../protocol/scripts.js';
 import { findAllByLockToken, type HandedOverJob } from './handover-recovery.js';
@@ -35,8 +35,7 @@ export class Fetcher {
   private waiting = false;
 
   /** How often the shared connection dropped: a fetch that spans a drop may have been sent twice. */
-  private drops = 0;
-  private readonly countDrop = () => void this.drops++;
+  private readonly connection: DropCounter;
 
   constructor(
     private readonly scripts: Scripts,
@@ -46,7 +45,7 @@ export class Fetcher {
     private readonly keys: Keys,
     private readonly settings: FetchSettings,
   ) {
-    client.on('close', this.countDrop);
+    this.connection = dropCounter(client);
   }
 
   /**
@@ -57,9 +56,9 @@ export class Fetcher {
    * sweep, and gain a stall. Nothing is read while the connection holds.
    */
   async fetch(token: string): Promise<{ pickup: Pickup; sentTwice: HandedOverJob[] }> {
-    const drops = this.drops;
+    const drops = this.connection.drops;
     const pickup = await this.scripts.moveToActive(token, this.settings.lockDuration, Date.now(), this.settings.limiter);
-    if (drops === this.drops) return { pickup, sentTwice: [] };
+    if (drops === this.connection.drops) return { pickup, sentTwice: [] };
     const held = await findAllByLockToken(this.client, this.keys, token);
     return { pickup, sentTwice: held.filter((job) => job.id !== pickup.job?.id) };
   }
@@ -87,10 +86,17 @@ export class Fetcher {
     }
   }
 
+  /**
+   * Ends a wait in progress without closing anything (the worker paused): a marker its block pops
+   * later is put back for another worker instead of being swallowed here.
+   */
+  stopWaiting(): void {
+    this.sleeper.wake();
+  }
+
   /** Ends a wait in progress, and every later one at once (the worker is closing): drops the blocking connection. */
   interrupt(): void {
     this.interrupted = true;
-    this.client.off('close', this.countDrop);
     this.sleeper.wake();
     dropClient(this.blockingClient);
   }

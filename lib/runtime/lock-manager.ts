@@ -66,8 +66,11 @@ export class LockManager {
     this.chunkSize = chunk;
   }
 
-  /** Registers a worker (its timing is validated); its locks are tracked through the handle returned. */
+  private closed = false;
+
+  /** Registers a worker (its timing is validated); its locks are tracked through the handle returned. Refused once closed. */
   register(holder: LockHolder): WorkerLocks {
+    if (this.closed) throw new Error(`this LockManager is closed: worker ${holder.workerId} would run jobs with no heartbeat`);
     if (this.workers.has(holder.workerId)) throw new Error(`worker ${holder.workerId} is already registered with this LockManager`);
     validateHolder(holder); // before it takes a share of a renewal connection
     const lease = this.renewalConnections.join(holder.client);
@@ -110,6 +113,7 @@ export class LockManager {
 
   /** Stops every worker's timer, drops the renewal connections and completes the observables. */
   async close(): Promise<void> {
+    this.closed = true;
     await Promise.all([...this.workers.values()].map((locks) => locks.close()));
     this.renewalConnections.closeAll();
     for (const subject of [this.acquired, this.released, this.renewed, this.renewalFailed, this.stalled, this.heartbeatLate, this.heartbeatError]) {

@@ -139,7 +139,7 @@ export class WorkerLocks {
     private readonly renewal: RenewalLease,
     private readonly onClose: () => void,
   ) {
-    validateHolder(holder);
+    // The LockManager validated the holder before it registered it (register() is the way in).
     this.heartbeat = new Periodic(holder.lockRenewTime, (lateBy) => this.tick(lateBy), (error) => this.tickFailed(error));
   }
 

@@ -18,7 +18,6 @@ import { Sleeper } from './sleeper.js';
 import { redisSilentFor } from './redis-silence.js';
 import { StalledSweeper } from './stalled-sweeper.js';
 
-export { CloseTimeoutError } from './close-timeout-error.js';
 
 /** The events a Worker emits, with their arguments. */
 export interface WorkerEvents {
@@ -121,10 +120,17 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.lockManager = opts.lockManager ?? new LockManager();
     this.ownsLockManager = opts.lockManager === undefined;
     const { lockDuration, lockRenewTime, heartbeatLateThreshold, lockRenewUnsafe } = this.options;
-    this.locks = this.lockManager.register({
-      workerId: this.id, queue: name, scripts: this.scripts, client, lockDuration, lockRenewTime, heartbeatLateThreshold,
-      allowLapsingRenewTime: lockRenewUnsafe,
-    });
+    try {
+      this.locks = this.lockManager.register({
+        workerId: this.id, queue: name, scripts: this.scripts, client, lockDuration, lockRenewTime, heartbeatLateThreshold,
+        allowLapsingRenewTime: lockRenewUnsafe,
+      });
+    } catch (error) {
+      // Refused (a closed LockManager): the connections opened above must not outlive the throw.
+      if (owned) dropClient(client);
+      dropClient(this.blockingClient);
+      throw error;
+    }
     this.fetcher = new Fetcher(this.scripts, client, this.blockingClient, this.keys, this.options);
     this.sweeper = new StalledSweeper(this.scripts, client, this.keys, this.options, (result) => {
       this.lockManager.reportStalled(name, this.id, result);
@@ -191,6 +197,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   async pause(doNotWaitActive = false): Promise<void> {
     if (this.state === 'running') {
       this.moveTo('paused');
+      this.fetcher.stopWaiting();
       this.emitSafely('paused');
     }
     if (doNotWaitActive) return;

@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { queueKeys } from './redis.js';
 
 /**
  * The replay of the conformance vectors of `conformance/` (the format is in docs/conformance.md):
@@ -36,7 +37,7 @@ export function bindQueue<T>(value: T, queue: string): T {
 }
 
 /** Writes `before` into Redis (the queue's keys must not exist yet). */
-export async function writeState(client: Redis, state: Record<string, StoredKey>): Promise<void> {
+export async function writeState(client: Redis | Cluster, state: Record<string, StoredKey>): Promise<void> {
   for (const [key, stored] of Object.entries(state)) {
     switch (stored.type) {
       case 'string': await client.set(key, stored.value); break;
@@ -55,15 +56,8 @@ export async function writeState(client: Redis, state: Record<string, StoredKey>
  * leaves a choice: a hash's pairs and a set's members in the expected order when they are the
  * same (they are unordered), and a TTL shown as the expected bound when it is within it.
  */
-export async function readState(client: Redis, queue: string, expected: Record<string, StoredKey>): Promise<Record<string, StoredKey>> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await client.scan(cursor, 'MATCH', `*{${queue}}*`, 'COUNT', 1000);
-    cursor = next;
-    keys.push(...found);
-  } while (cursor !== '0');
-  keys.sort();
+export async function readState(client: Redis | Cluster, queue: string, expected: Record<string, StoredKey>): Promise<Record<string, StoredKey>> {
+  const keys = await queueKeys(client, queue); // sorted; on a cluster, from every master
   const state: Record<string, StoredKey> = {};
   for (const key of keys) {
     const type = await client.type(key);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /**
  * The global names a Lua script reads and writes, as Redis's own Lua 5.1 compiles it: the script
@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
  * A script that calls a helper it does not define (an include that was never inlined) reads that
  * helper as a global, on whatever path calls it; this sees it without running the path.
  */
-export async function luaGlobals(client: Redis, source: string): Promise<{ reads: string[]; writes: string[] }> {
+export async function luaGlobals(client: Redis | Cluster, source: string): Promise<{ reads: string[]; writes: string[] }> {
   const dump = (await client.callBuffer(
     'EVAL', 'local f, err = loadstring(ARGV[1], "=script") if not f then return redis.error_reply(err) end return string.dump(f)',
     0, source,
@@ -19,7 +19,7 @@ export async function luaGlobals(client: Redis, source: string): Promise<{ reads
 }
 
 /** The names among `names` that the Redis script environment does not define. */
-export async function undefinedInRedis(client: Redis, names: string[]): Promise<string[]> {
+export async function undefinedInRedis(client: Redis | Cluster, names: string[]): Promise<string[]> {
   if (names.length === 0) return [];
   const defined = (await client.eval(
     'local t = {} for i, n in ipairs(ARGV) do t[i] = rawget(_G, n) ~= nil and 1 or 0 end return t', 0, ...names,
