@@ -1,3 +1,4 @@
+-- Generated from lua-src/addLog-2.lua by `npm run build:lua`: edit the source, not this file.
 --[[
   addLog-2 · append a line to a job's log.
 

@@ -1,3 +1,4 @@
+-- Generated from lua-src/cleanJobsInSet-2.lua by `npm run build:lua`: edit the source, not this file.
 --[[
   cleanJobsInSet-2 · queue.clean(), one window of it: look at the ids of one state from a rank on
   (at most 500), and remove those older than a cut-off, up to a limit. The runtime calls again
@@ -24,8 +25,30 @@
   Emits one `cleaned` event (with this call's count) per call that removed jobs.
 ]]
 local rcall = redis.call
--- @include emitEvent
--- @include removeJobKeys
+-- [lua-src/includes/emitEvent.lua]
+-- emitEvent(eventsKey, maxEvents, name, jobId, ...extra field/value pairs)
+-- Every lifecycle event is one XADD trimmed to about maxEvents entries, so the stream stays bounded.
+-- maxEvents is the ARGV string as the runtime sent it: a Lua number given to redis.call is
+-- formatted with %.17g on every call, which costs more than many commands (see docs/protocol.md).
+-- A batch script passes false and trims once at its end (trimEvents): the stream is over its
+-- bound by at most that call's events, for the length of the call.
+local function emitEvent(eventsKey, maxEvents, name, jobId, ...)
+  if maxEvents then
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", name, "jobId", jobId, ...)
+  else
+    rcall("XADD", eventsKey, "*", "event", name, "jobId", jobId, ...)
+  end
+end
+
+-- trimEvents(eventsKey, maxEvents): the one trim of a batch script's untrimmed events.
+local function trimEvents(eventsKey, maxEvents)
+  rcall("XTRIM", eventsKey, "MAXLEN", "~", maxEvents)
+end
+-- [lua-src/includes/removeJobKeys.lua]
+-- removeJobKeys(jobKey): delete a job's hash with its logs and lock (all in the job's slot).
+local function removeJobKeys(jobKey)
+  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":lock")
+end
 
 local WINDOW = 500
 -- No job id holds ":" (PROTOCOL.md, L1), so no id is the sentinel.

@@ -1,3 +1,4 @@
+-- Generated from lua-src/drain-5.lua by `npm run build:lua`: edit the source, not this file.
 --[[
   drain-5 · queue.drain(): remove every job that is waiting (wait, paused, prioritized) and, when
   asked, every delayed one. Active, completed and failed jobs stay.
@@ -9,8 +10,30 @@
   again while it is > 0).
 ]]
 local rcall = redis.call
--- @include emitEvent
--- @include removeJobKeys
+-- [lua-src/includes/emitEvent.lua]
+-- emitEvent(eventsKey, maxEvents, name, jobId, ...extra field/value pairs)
+-- Every lifecycle event is one XADD trimmed to about maxEvents entries, so the stream stays bounded.
+-- maxEvents is the ARGV string as the runtime sent it: a Lua number given to redis.call is
+-- formatted with %.17g on every call, which costs more than many commands (see docs/protocol.md).
+-- A batch script passes false and trims once at its end (trimEvents): the stream is over its
+-- bound by at most that call's events, for the length of the call.
+local function emitEvent(eventsKey, maxEvents, name, jobId, ...)
+  if maxEvents then
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", name, "jobId", jobId, ...)
+  else
+    rcall("XADD", eventsKey, "*", "event", name, "jobId", jobId, ...)
+  end
+end
+
+-- trimEvents(eventsKey, maxEvents): the one trim of a batch script's untrimmed events.
+local function trimEvents(eventsKey, maxEvents)
+  rcall("XTRIM", eventsKey, "MAXLEN", "~", maxEvents)
+end
+-- [lua-src/includes/removeJobKeys.lua]
+-- removeJobKeys(jobKey): delete a job's hash with its logs and lock (all in the job's slot).
+local function removeJobKeys(jobKey)
+  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":lock")
+end
 
 local prefix, budget = ARGV[1], 1000
 local function drainKey(key, isList)

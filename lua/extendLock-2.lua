@@ -1,3 +1,4 @@
+-- Generated from lua-src/extendLock-2.lua by `npm run build:lua`: edit the source, not this file.
 -- extendLock-2.lua · KEYS[1] lock, KEYS[2] stalled · ARGV token, duration-ms, jobid
 -- The seed's heartbeat, normative and unchanged: re-set the lock's TTL only while the token still
 -- holds it, and take the job off the stalled set. Returns 1 when renewed, 0 when the token no

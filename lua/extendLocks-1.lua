@@ -1,3 +1,4 @@
+-- Generated from lua-src/extendLocks-1.lua by `npm run build:lua`: edit the source, not this file.
 --[[
   extendLocks-1 · the batch heartbeat: extendLock-2's compare-and-set for many jobs in one call.
 

@@ -1,3 +1,4 @@
+-- Generated from lua-src/moveStalledJobsToWait-8.lua by `npm run build:lua`: edit the source, not this file.
 --[[
   moveStalledJobsToWait-8 · the stalled sweep: jobs in active whose lock lapsed go back to wait,
   or to failed once they stalled more than maxStalledCount times.
@@ -13,7 +14,25 @@
   The runtime that ran it adds the wake-up marker when jobs went back to wait.
 ]]
 local rcall = redis.call
--- @include emitEvent
+-- [lua-src/includes/emitEvent.lua]
+-- emitEvent(eventsKey, maxEvents, name, jobId, ...extra field/value pairs)
+-- Every lifecycle event is one XADD trimmed to about maxEvents entries, so the stream stays bounded.
+-- maxEvents is the ARGV string as the runtime sent it: a Lua number given to redis.call is
+-- formatted with %.17g on every call, which costs more than many commands (see docs/protocol.md).
+-- A batch script passes false and trims once at its end (trimEvents): the stream is over its
+-- bound by at most that call's events, for the length of the call.
+local function emitEvent(eventsKey, maxEvents, name, jobId, ...)
+  if maxEvents then
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", name, "jobId", jobId, ...)
+  else
+    rcall("XADD", eventsKey, "*", "event", name, "jobId", jobId, ...)
+  end
+end
+
+-- trimEvents(eventsKey, maxEvents): the one trim of a batch script's untrimmed events.
+local function trimEvents(eventsKey, maxEvents)
+  rcall("XTRIM", eventsKey, "MAXLEN", "~", maxEvents)
+end
 
 if rcall("EXISTS", KEYS[5]) == 1 then return { {}, {} } end
 rcall("SET", KEYS[5], ARGV[3], "PX", ARGV[4])

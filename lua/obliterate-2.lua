@@ -1,3 +1,4 @@
+-- Generated from lua-src/obliterate-2.lua by `npm run build:lua`: edit the source, not this file.
 --[[
   obliterate-2 · delete the whole queue: every job and every key of the queue.
 
@@ -9,7 +10,11 @@
   The queue is paused first so no worker takes new jobs while the batches run.
 ]]
 local rcall = redis.call
--- @include removeJobKeys
+-- [lua-src/includes/removeJobKeys.lua]
+-- removeJobKeys(jobKey): delete a job's hash with its logs and lock (all in the job's slot).
+local function removeJobKeys(jobKey)
+  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":lock")
+end
 
 local prefix = ARGV[1]
 if ARGV[2] ~= "1" and rcall("LLEN", KEYS[2]) > 0 then return -3 end

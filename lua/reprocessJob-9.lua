@@ -1,3 +1,4 @@
+-- Generated from lua-src/reprocessJob-9.lua by `npm run build:lua`: edit the source, not this file.
 --[[
   reprocessJob-9 · job.retry(): send a finished job (failed or completed) back to ready.
 
@@ -9,8 +10,47 @@
   keeps counting so it never repeats for the job.
 ]]
 local rcall = redis.call
--- @include emitEvent
--- @include pushReady
+-- [lua-src/includes/emitEvent.lua]
+-- emitEvent(eventsKey, maxEvents, name, jobId, ...extra field/value pairs)
+-- Every lifecycle event is one XADD trimmed to about maxEvents entries, so the stream stays bounded.
+-- maxEvents is the ARGV string as the runtime sent it: a Lua number given to redis.call is
+-- formatted with %.17g on every call, which costs more than many commands (see docs/protocol.md).
+-- A batch script passes false and trims once at its end (trimEvents): the stream is over its
+-- bound by at most that call's events, for the length of the call.
+local function emitEvent(eventsKey, maxEvents, name, jobId, ...)
+  if maxEvents then
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", name, "jobId", jobId, ...)
+  else
+    rcall("XADD", eventsKey, "*", "event", name, "jobId", jobId, ...)
+  end
+end
+
+-- trimEvents(eventsKey, maxEvents): the one trim of a batch script's untrimmed events.
+local function trimEvents(eventsKey, maxEvents)
+  rcall("XTRIM", eventsKey, "MAXLEN", "~", maxEvents)
+end
+-- [lua-src/includes/pushReady.lua]
+-- placeReady(keys, jobId, priority, lifo, paused): put a job where workers take ready jobs from.
+-- keys: { wait, paused, meta, prioritized, pc, marker }.
+-- A priority > 0 goes to the prioritized zset, scored priority * 2^32 + a counter (pc) so jobs of one
+-- priority keep FIFO order. Otherwise the wait list, or the paused list while the queue is paused;
+-- workers take from the right end, so FIFO pushes left and LIFO pushes right.
+local function placeReady(keys, jobId, priority, lifo, paused)
+  if priority > 0 then
+    local seq = rcall("INCR", keys.pc) % 4294967296
+    rcall("ZADD", keys.prioritized, priority * 4294967296 + seq, jobId)
+  else
+    rcall(lifo and "RPUSH" or "LPUSH", paused and keys.paused or keys.wait, jobId)
+  end
+end
+
+-- pushReady(keys, jobId, priority, lifo): placeReady, then wake one worker blocked on BZPOPMIN
+-- with the marker; a paused queue wakes nobody.
+local function pushReady(keys, jobId, priority, lifo)
+  local paused = rcall("HEXISTS", keys.meta, "paused") == 1
+  placeReady(keys, jobId, priority, lifo, paused)
+  if not paused then rcall("ZADD", keys.marker, "0", "0") end
+end
 
 local jobId, jobKey = ARGV[1], KEYS[1]
 if rcall("EXISTS", jobKey) == 0 then return -1 end

@@ -119,7 +119,7 @@ singleNodeDescribe('a lost reply to a finishing script', () => {
     proxy.cut();
 
     // Every job completes well within lockDuration: none waits for its lock to lapse.
-    await eventually(() => completed.length === total, 8000, `all ${total} jobs to complete (completed ${completed.length})`);
+    await eventually(() => completed.length === total, 8000, `all ${total} jobs to complete`);
     expect(lost).toEqual([]);
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
     const jobs = await queue.getJobs('completed');
@@ -128,5 +128,36 @@ singleNodeDescribe('a lost reply to a finishing script', () => {
     // Its idle wait was sent again by ioredis after the reconnect: close still ends it at once.
     await worker.close();
     expect(errors.filter((error) => error instanceof CloseTimeoutError)).toEqual([]);
+  });
+
+  it('a pickup sent twice after a lost reply: the job the first send took runs too, at once', async () => {
+    const name = uniqueQueueName('lostpickup');
+    const queue = new Queue(name, { connection: redisUrl() });
+    closers.push(() => queue.close());
+    const completed: string[] = [];
+    const worker = new Worker(name, async (job) => job.id, {
+      connection: proxy.url, concurrency: 2, lockDuration: 20_000, stalledInterval: 60_000,
+    });
+    worker.on('error', () => undefined);
+    worker.on('completed', (job: Job) => completed.push(job.id));
+    closers.push(() => worker.close(true));
+    await worker.waitUntilReady();
+    await sleep(100); // the idle worker's first fetch found nothing
+
+    // A delayed job: the idle worker's own timer sends moveToActive when it is due. Its reply is
+    // lost; a second job is ready by then, so ioredis's resend after the reconnect takes it.
+    const delayed = await queue.add('delayed', {}, { delay: 500 });
+    await sleep(200);
+    proxy.setMode('swallowReplies');
+    const ready = await queue.add('ready', {});
+    await eventually(async () => (await queue.getJobCounts('active')).active === 1, 3000, 'the lost pickup to land');
+    await sleep(100);
+    proxy.setMode('pass');
+    proxy.cut();
+
+    await eventually(() => completed.length === 2, 5000, 'both jobs to complete');
+    expect(completed.sort()).toEqual([delayed.id, ready.id].sort());
+    const jobs = await queue.getJobs('completed');
+    expect(jobs.map((j) => [j.attemptsStarted, j.stalledCounter])).toEqual([[1, 0], [1, 0]]);
   });
 });

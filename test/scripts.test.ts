@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { v4 as uuid } from 'uuid';
 import { EchoMQError } from '../lib/index.js';
 import { SCRIPTS, Scripts } from '../lib/internal.js';
@@ -11,6 +11,8 @@ import { newJob, pickAll, pickup, scriptsFor, snapshot } from './support/scripts
 
 // Conformance of every lua script, called through Scripts (or SCRIPTS) against a real Redis.
 const client = newClient();
+/** The authoring sources of lua/ (with their `-- @include` lines), next to it. */
+const luaSrcDir = () => join(dirname(findLuaDir()), 'lua-src');
 afterAll(() => client.quit());
 
 async function rejection(promise: Promise<unknown>): Promise<EchoMQError> {
@@ -56,7 +58,7 @@ describe('the script files', () => {
   });
 
   it('every include declares the includes it calls, and every script lists exactly the ones it calls itself', () => {
-    const dir = findLuaDir();
+    const dir = luaSrcDir();
     const includes = new Map(readdirSync(join(dir, 'includes')).map((f) => [f.replace(/\.lua$/, ''), luaFile(join(dir, 'includes', f))]));
     const definedIn = new Map<string, string>();
     for (const [name, { code }] of includes) {
@@ -87,7 +89,7 @@ describe('the script files', () => {
   });
 
   it('the eleven pickup KEYS are listed once on each side, in the same order', () => {
-    const dir = findLuaDir();
+    const dir = luaSrcDir();
     const { code } = luaFile(join(dir, 'includes', 'pickupKeys.lua'));
     const luaOrder = [...code.matchAll(/(\w+) = KEYS\[(\d+)\]/g)].sort((a, b) => Number(a[2]) - Number(b[2])).map((m) => m[1]);
     expect(luaOrder).toEqual([...PICKUP_KEYS]);

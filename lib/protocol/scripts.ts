@@ -31,7 +31,7 @@ export type ScriptName = keyof typeof SCRIPTS;
 
 /**
  * The eleven pickup KEYS that moveToActive-11, moveToFinished-14 and finishJobs-13 open with, in
- * their fixed order: the one place the TypeScript side lists them. `lua/includes/pickupKeys.lua`
+ * their fixed order: the one place the TypeScript side lists them. `lua-src/includes/pickupKeys.lua`
  * reads them in the same order (a test compares the two).
  */
 export const PICKUP_KEYS = [

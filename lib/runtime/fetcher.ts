@@ -2,6 +2,7 @@ import type { RedisClient } from '../protocol/script.js';
 import { dropClient } from './connection.js';
 import type { Keys } from '../protocol/keys.js';
 import type { Pickup, RateLimit, Scripts } from '../protocol/scripts.js';
+import { findAllByLockToken, type HandedOverJob } from './handover-recovery.js';
 import { Sleeper } from './sleeper.js';
 
 /**
@@ -33,6 +34,10 @@ export class Fetcher {
   private block?: Promise<unknown>;
   private waiting = false;
 
+  /** How often the shared connection dropped: a fetch that spans a drop may have been sent twice. */
+  private drops = 0;
+  private readonly countDrop = () => void this.drops++;
+
   constructor(
     private readonly scripts: Scripts,
     /** The worker's shared connection: a marker popped while nobody waits is put back on it. */
@@ -40,11 +45,23 @@ export class Fetcher {
     private readonly blockingClient: RedisClient,
     private readonly keys: Keys,
     private readonly settings: FetchSettings,
-  ) {}
+  ) {
+    client.on('close', this.countDrop);
+  }
 
-  /** Takes the next ready job into active under `token` (moveToActive-11). */
-  fetch(token: string): Promise<Pickup> {
-    return this.scripts.moveToActive(token, this.settings.lockDuration, Date.now(), this.settings.limiter);
+  /**
+   * Takes the next ready job into active under `token` (moveToActive-11). `sentTwice` holds the
+   * other jobs locked under the same token when the call may have run twice: the shared connection
+   * dropped while it was in flight, and ioredis sends an unanswered command again after it
+   * reconnects. Without the check, the job the first send took would wait out its lock and a
+   * sweep, and gain a stall. Nothing is read while the connection holds.
+   */
+  async fetch(token: string): Promise<{ pickup: Pickup; sentTwice: HandedOverJob[] }> {
+    const drops = this.drops;
+    const pickup = await this.scripts.moveToActive(token, this.settings.lockDuration, Date.now(), this.settings.limiter);
+    if (drops === this.drops) return { pickup, sentTwice: [] };
+    const held = await findAllByLockToken(this.client, this.keys, token);
+    return { pickup, sentTwice: held.filter((job) => job.id !== pickup.job?.id) };
   }
 
   /** Waits until there may be work: after a rate-limit window, on the marker, when a delayed job is due, or a timeout. */
@@ -73,6 +90,7 @@ export class Fetcher {
   /** Ends a wait in progress, and every later one at once (the worker is closing): drops the blocking connection. */
   interrupt(): void {
     this.interrupted = true;
+    this.client.off('close', this.countDrop);
     this.sleeper.wake();
     dropClient(this.blockingClient);
   }

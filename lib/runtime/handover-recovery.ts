@@ -44,25 +44,39 @@ export class HandoverRecovery {
 
 /** For each token, the job in active whose lock holds it (undefined where none does). */
 export async function findByLockTokens(client: RedisClient, keys: Keys, tokens: string[]): Promise<Array<HandedOverJob | undefined>> {
-  const wanted = new Set(tokens);
-  const idByToken = new Map<string, string>();
+  const found = await scanActiveLocks(client, keys, new Set(tokens));
+  const jobByToken = new Map(found.map(({ token, job }) => [token, job]));
+  return tokens.map((token) => jobByToken.get(token));
+}
+
+/**
+ * Every job in active whose lock holds `token`. A pickup (moveToActive-11) sent twice, because its
+ * reply was lost and ioredis sent it again after reconnecting, took a job at each send under the
+ * one token; the worker heard only of the second.
+ */
+export async function findAllByLockToken(client: RedisClient, keys: Keys, token: string): Promise<HandedOverJob[]> {
+  return (await scanActiveLocks(client, keys, new Set([token]))).map(({ job }) => job);
+}
+
+/** The jobs in active whose lock holds one of `tokens`, with their hashes. */
+async function scanActiveLocks(client: RedisClient, keys: Keys, tokens: Set<string>): Promise<Array<{ token: string; job: HandedOverJob }>> {
+  const held: Array<[token: string, id: string]> = [];
   const active = await client.lrange(keys.active, 0, -1);
-  for (let i = 0; i < active.length && idByToken.size < wanted.size; i += LOCKS_PER_READ) {
+  for (let i = 0; i < active.length; i += LOCKS_PER_READ) {
     const ids = active.slice(i, i + LOCKS_PER_READ);
     const holders = await client.mget(...ids.map((id) => keys.lock(id)));
     holders.forEach((holder, j) => {
-      if (holder !== null && wanted.has(holder)) idByToken.set(holder, ids[j]);
+      if (holder !== null && tokens.has(holder)) held.push([holder, ids[j]]);
     });
   }
-  if (idByToken.size === 0) return tokens.map(() => undefined);
-  const found = [...idByToken];
+  if (held.length === 0) return [];
   const pipeline = client.pipeline();
-  for (const [, id] of found) pipeline.hgetall(keys.job(id));
+  for (const [, id] of held) pipeline.hgetall(keys.job(id));
   const hashes = (await pipeline.exec()) ?? [];
-  const jobByToken = new Map<string, HandedOverJob>();
-  found.forEach(([token, id], i) => {
+  const found: Array<{ token: string; job: HandedOverJob }> = [];
+  held.forEach(([token, id], i) => {
     const [error, fields] = hashes[i] as [Error | null, Record<string, string>];
-    if (!error && Object.keys(fields).length > 0) jobByToken.set(token, { id, fields });
+    if (!error && Object.keys(fields).length > 0) found.push({ token, job: { id, fields } });
   });
-  return tokens.map((token) => jobByToken.get(token));
+  return found;
 }

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { asError, reportOnErrorChannel } from './error-channel.js';
 import { filter, Observable, Subject } from 'rxjs';
 import { Keys } from '../protocol/keys.js';
 import { assertQueueName } from '../protocol/names.js';
@@ -168,15 +169,7 @@ export class QueueEvents extends EventEmitter<QueueEventsListeners> {
   }
 
   private reportError(error: Error): void {
-    try {
-      if (this.listenerCount('error') > 0) {
-        this.emit('error', error);
-        return;
-      }
-    } catch (thrown) {
-      error = asError(thrown);
-    }
-    console.error(`EchoMQ QueueEvents for queue ${this.name}:`, error);
+    reportOnErrorChannel(this as EventEmitter, `QueueEvents for queue ${this.name}`, error);
   }
 }
 
@@ -217,6 +210,3 @@ function parseJson(text: string | undefined): unknown {
   }
 }
 
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
-}

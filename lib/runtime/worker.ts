@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { asError, reportOnErrorChannel } from './error-channel.js';
 import { v4 as uuid } from 'uuid';
 import { Keys } from '../protocol/keys.js';
 import { assertQueueName } from '../protocol/names.js';
@@ -97,6 +98,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private fetching = false;
   private loop?: Promise<void>;
   private closing?: Promise<void>;
+  /** Resolved by the first close(): run() resolves with the close, not with the fetch loop. */
+  private closeRequested!: () => void;
+  private readonly closeBegan = new Promise<void>((resolve) => (this.closeRequested = resolve));
   /** What close() waits for now, named by a CloseTimeoutError if the time runs out. */
   private closeStep = 'nothing';
   private idleEmitted = true;
@@ -213,6 +217,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       if (this.closing) this.giveUpJobs(new Error(`worker ${this.id} closed without waiting for its jobs`));
     }
     this.closing ??= this.shutdown();
+    this.closeRequested();
     return this.closing;
   }
 
@@ -273,9 +278,13 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.reportError(error);
   }
 
+  /**
+   * What run() answers. Not the fetch loop: past closeTimeout its last call may never settle (Redis
+   * is away), and the close has then given it up.
+   */
   private async closed(): Promise<void> {
-    await this.loop;
-    if (this.closing) await this.closing;
+    await this.closeBegan;
+    await this.closing;
   }
 
   /** Moves the lifecycle on (only along TRANSITIONS) and wakes every wait, which rechecks its condition. */
@@ -313,14 +322,17 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         const token = uuid();
         const sentAt = Date.now();
         let pickup;
+        let sentTwice;
         this.fetching = true;
         try {
-          pickup = await this.fetcher.fetch(token);
+          ({ pickup, sentTwice } = await this.fetcher.fetch(token));
         } finally {
           this.fetching = false;
           this.sleeper.wake(); // a pause() may be waiting for this fetch
         }
         failures = 0;
+        // Ours as much as pickup.job is (the same token locks them): run them, not strand them.
+        for (const job of sentTwice) this.startChain({ id: job.id, fields: job.fields, token, acquiredAt: sentAt });
         if (pickup.job) {
           this.idleEmitted = false;
           this.startChain({ id: pickup.job.id, fields: pickup.job.fields, token, acquiredAt: sentAt });
@@ -374,20 +386,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     try {
       (this.emit as (event: E, ...args: WorkerEvents[E]) => boolean)(event, ...args);
     } catch (error) {
-      this.reportError(error instanceof Error ? error : new Error(String(error)));
+      this.reportError(asError(error));
     }
   }
 
-  /** Never throws: it runs inside the fetch loop and the close, whose promises nobody may be awaiting. */
   private reportError(error: Error): void {
-    try {
-      if (this.listenerCount('error') > 0) {
-        this.emit('error', error);
-        return;
-      }
-    } catch (thrown) {
-      console.error(`EchoMQ worker for queue ${this.name}: an 'error' listener threw`, thrown);
-    }
-    console.error(`EchoMQ worker for queue ${this.name}:`, error);
+    reportOnErrorChannel(this as EventEmitter, `worker for queue ${this.name}`, error);
   }
 }

@@ -1,0 +1,72 @@
+--[[
+  finishJobs-13 · the batch form of moveToFinished-14, as extendLocks-1 is of extendLock-2: finish
+  several jobs of one worker in one call, each with moveToFinished-14's checks and writes, then
+  take the next job for each finish that asked for one (fetch-next).
+
+  KEYS[1] wait     [2] active   [3] prioritized  [4] events  [5] stalled  [6] limiter
+      [7] delayed  [8] paused   [9] meta         [10] pc     [11] marker
+      [12] completed           [13] failed
+  ARGV[1] job-key prefix "P:{Q}:"   [2] now (ms): the pickups' time   [3] events max length
+      [4] lockDuration ms   [5] rate limit max (0 = none)   [6] rate limit window ms
+      [7..] nine fields per job: jobId, token, "completed" or "failed",
+            returnvalue (JSON) when completed or failedReason when failed,
+            stacktrace (JSON array, "" when completed), keep count (-1 = all, 0 = remove now),
+            keep age ms (0 = any), next lock token ("" = take no next job),
+            finishedOn (ms: when that job's handler ended, its score in completed or failed)
+  Returns { results, nextDelayedAt, rateLimitedForMs }. results holds three entries per job, in
+      ARGV order: the finish's code (0 done; -1, -2, -6 or -3 as moveToFinished-14 answers them,
+      and then that job is left as it was), the next job's id or 0, the next job's hash (flat,
+      ats and processedOn last) or {}. nextDelayedAt and rateLimitedForMs are those of the
+      pickups (0 when no job asked for a next one).
+  Why a batch: at concurrency > 1 jobs finish in bursts; one call per burst saves a script call,
+  a round trip's encoding and a socket write per job, on both sides. The delayed-job check and
+  the pause check run once per call, and the lock DELs, the stalled SREMs, the finished-set
+  ZADDs and the pops from wait are one command each per call (deferred.lua, takeNextJobs).
+  Every job keeps its own lock check: one job's -6 changes nothing for the others. A job whose
+  finish failed takes no next job.
+  The job's hash and lock keys are built from the prefix (like extendLocks-1 does): they carry
+  the queue's {Q} hash tag, so they live in the slot of the declared KEYS.
+]]
+local rcall = redis.call
+-- @include pickupKeys
+-- @include emitEvent
+-- @include deferred
+-- @include finishJob
+-- @include promoteDelayed
+-- @include pickup
+
+local prefix, now, maxEvents, lockDuration = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local limiterMax, limiterDuration = tonumber(ARGV[5]), ARGV[6]
+local keys = pickupKeys()
+
+local finished = newDeferred()
+local results, tokens, slots = {}, {}, {}
+for i = 7, #ARGV, 9 do
+  local jobId, target = ARGV[i], ARGV[i + 2]
+  local job = { key = prefix .. jobId, lockKey = prefix .. jobId .. ":lock", id = jobId, token = ARGV[i + 1],
+    target = target, value = ARGV[i + 3], stacktrace = ARGV[i + 4], keepCount = tonumber(ARGV[i + 5]),
+    keepAgeMs = tonumber(ARGV[i + 6]) }
+  local code = finishJob(keys, job, target == "completed" and KEYS[12] or KEYS[13], prefix, ARGV[i + 8],
+    false, finished)
+  local at = #results
+  results[at + 1], results[at + 2], results[at + 3] = code, 0, {}
+  if code == 0 and ARGV[i + 7] ~= "" then
+    tokens[#tokens + 1] = ARGV[i + 7]
+    slots[#slots + 1] = at + 2
+  end
+end
+applyDeferred(keys.stalled, finished)
+
+local nextDelayed, limitedFor = 0, 0
+if #tokens > 0 then
+  nextDelayed = promoteDelayed(keys, prefix, tonumber(now), maxEvents)
+  if rcall("HEXISTS", keys.meta, "paused") == 0 then
+    local taken
+    taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
+    for i, job in ipairs(taken) do
+      results[slots[i]], results[slots[i] + 1] = job[1], job[2]
+    end
+  end
+end
+trimEvents(keys.events, maxEvents) -- the events above were added untrimmed
+return { results, nextDelayed, limitedFor }

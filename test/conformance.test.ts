@@ -1,0 +1,62 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { findLuaDir } from '../lib/protocol/lua-source.js';
+import { bindQueue, matchReply, QUEUE_PLACEHOLDER, readState, writeState, type VectorFile } from './support/conformance.js';
+import { newClient, uniqueQueueName } from './support/redis.js';
+
+// Replays conformance/*.json (docs/conformance.md) against the test Redis: each case's before is
+// written, the file of lua/ is sent as is with EVAL, and the reply and every key of the queue
+// after are compared. Another runtime replays the same files the same way.
+const client = newClient();
+afterAll(() => client.quit());
+
+const luaDir = findLuaDir();
+const vectorDir = join(dirname(luaDir), 'conformance');
+const vectors = readdirSync(vectorDir).filter((f) => f.endsWith('.json')).sort()
+  .map((file) => ({ file, ...(JSON.parse(readFileSync(join(vectorDir, file), 'utf8')) as VectorFile) }));
+
+/** The five scripts PROTOCOL.md fixes, and the codes each must show in its vectors. */
+const FIXED: Record<string, unknown[]> = {
+  'extendLock-2.lua': [0, 1],
+  'extendLocks-1.lua': [-2, -6],
+  'moveToActive-11.lua': [],
+  'moveToFinished-14.lua': [-1, -2, -3, -6],
+  'moveStalledJobsToWait-8.lua': [],
+};
+
+describe('the conformance vectors', () => {
+  it('cover the five fixed scripts with every return code, and name only scripts of lua/', () => {
+    expect(vectors.map((v) => v.script).sort()).toEqual(expect.arrayContaining(Object.keys(FIXED)));
+    for (const { file, script, cases } of vectors) {
+      expect({ file, script: readdirSync(luaDir).includes(script) }).toEqual({ file, script: true });
+      expect(file).toBe(script.replace(/\.lua$/, '.json'));
+      const numberOfKeys = Number(/-(\d+)\.lua$/.exec(script)![1]);
+      for (const c of cases) {
+        expect({ name: c.name, keys: c.keys.length }).toEqual({ name: c.name, keys: numberOfKeys });
+        // Every key a case names is the queue's, so a replay touches nothing else.
+        const named = [...c.keys, ...Object.keys(c.before), ...Object.keys(c.after)];
+        expect(named.filter((key) => !key.includes(QUEUE_PLACEHOLDER))).toEqual([]);
+      }
+      const codes = new Set(cases.flatMap((c) => (typeof c.reply === 'number' ? [c.reply] : Array.isArray(c.reply) ? c.reply.filter((r) => typeof r === 'number' && r < 0) : [])));
+      for (const code of FIXED[script] ?? []) expect({ script, code, covered: codes.has(code as number) }).toEqual({ script, code, covered: true });
+    }
+  });
+});
+
+for (const { script, cases } of vectors) {
+  describe(script, () => {
+    const source = readFileSync(join(luaDir, script), 'utf8');
+    for (const vector of cases) {
+      it(vector.name, async () => {
+        const queue = uniqueQueueName('conformance');
+        const c = bindQueue(vector, queue);
+        await writeState(client, c.before);
+        expect(await readState(client, queue, c.before)).toEqual(c.before);
+        const reply = await client.eval(source, c.keys.length, ...c.keys, ...c.argv);
+        expect(matchReply(reply, c.reply)).toEqual(c.reply);
+        expect(await readState(client, queue, c.after)).toEqual(c.after);
+      });
+    }
+  });
+}
