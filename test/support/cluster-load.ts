@@ -18,6 +18,18 @@ export const RECOMMENDED: ClusterOptions = {
 
 export interface Ledger {
   added: Set<string>;
+  /** When each add was acknowledged (ms). */
+  addedAt: Map<string, number>;
+  /** The producer's counters (data.i) each job id was given: two mean an id handed out twice. */
+  addedAs: Map<string, number[]>;
+  /** The producer's counters that completed, each with how many times. */
+  completedData: Map<number, number>;
+  /** When the add of each producer counter was acknowledged (ms); absent when it was refused. */
+  ackedAt: Map<number, number>;
+  /** The job id of each producer counter's completions. */
+  completedAs: Map<number, string>;
+  /** When each producer counter's completions were reported (ms). */
+  completedAt: Map<number, number[]>;
   /** Completions per job id, from the workers' 'completed' events. */
   completions: Map<string, number>;
   /** attemptsStarted of each completion, per job id. */
@@ -70,7 +82,7 @@ export function startLoad(opts: LoadOptions): Load {
     return cluster;
   };
   const ledger: Ledger = {
-    added: new Set(), completions: new Map(), attempts: new Map(), stalled: new Set(), lockLost: new Set(),
+    added: new Set(), addedAt: new Map(), addedAs: new Map(), completedData: new Map(), ackedAt: new Map(), completedAs: new Map(), completedAt: new Map(), completions: new Map(), attempts: new Map(), stalled: new Set(), lockLost: new Set(),
     failed: new Map(), errors: [], addErrors: [], unhandled: [],
   };
   const onUnhandled = (reason: unknown) => ledger.unhandled.push(String((reason as Error)?.message ?? reason));
@@ -89,6 +101,12 @@ export function startLoad(opts: LoadOptions): Load {
       const id = String(job.id);
       ledger.completions.set(id, (ledger.completions.get(id) ?? 0) + 1);
       ledger.attempts.set(id, [...(ledger.attempts.get(id) ?? []), job.attemptsStarted]);
+      const i = (job.data as { i?: number }).i;
+      if (typeof i === 'number') {
+        ledger.completedData.set(i, (ledger.completedData.get(i) ?? 0) + 1);
+        ledger.completedAs.set(i, id);
+        ledger.completedAt.set(i, [...(ledger.completedAt.get(i) ?? []), Date.now()]);
+      }
     });
     worker.on('failed', (job: Job | undefined, error: Error) => { if (job) ledger.failed.set(String(job.id), error.message); });
     worker.on('stalled', (jobId: string) => ledger.stalled.add(String(jobId)));
@@ -102,6 +120,9 @@ export function startLoad(opts: LoadOptions): Load {
       try {
         const job = await queue.add('load', { i });
         ledger.added.add(String(job.id));
+        ledger.addedAt.set(String(job.id), Date.now());
+        ledger.ackedAt.set(i, Date.now());
+        ledger.addedAs.set(String(job.id), [...(ledger.addedAs.get(String(job.id)) ?? []), i]);
       } catch (error) {
         ledger.addErrors.push((error as Error).message);
       }

@@ -8,6 +8,8 @@ export interface ReplicatedCluster {
   masterOf(slot: number): Promise<number>;
   nodeId(port: number): Promise<string>;
   kill(port: number): Promise<void>;
+  signal(port: number, sig: 'SIGSTOP' | 'SIGCONT'): void;
+  replicaOf(masterPort: number): Promise<number>;
   waitForFailover(slot: number, deadPort: number, timeoutMs?: number): Promise<{ port: number; ms: number }>;
   alive(): number[];
   stop(): Promise<void>;

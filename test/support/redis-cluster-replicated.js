@@ -45,6 +45,7 @@ export function clusterUnsupported() {
  *   masterOf(slot)   the port of the node serving `slot`, as the live nodes see it
  *   nodeId(port)     CLUSTER MYID of a node
  *   kill(port)       kill -9 of that node's process
+ *   signal(port, sig) SIGSTOP / SIGCONT of a node; replicaOf(masterPort) the port of its replica
  *   waitForFailover(slot, deadPort) → { port, ms }: the slot's new master once every live node says
  *                    cluster_state:ok and the slot is served by another node than `deadPort`
  *   stop()           stops every node and removes the dir
@@ -104,6 +105,10 @@ export async function startReplicatedCluster({ masters = 3 } = {}) {
     admins.get(port)?.disconnect();
     admins.delete(port);
   };
+  /** SIGSTOP / SIGCONT a node (a replica left behind its master, without a kill). */
+  const signal = (port, sig) => { children.get(port).kill(sig); };
+  /** The port of `masterPort`'s replica, as the master's INFO replication says. */
+  const replicaOf = async (masterPort) => Number(/slave0:ip=[^,]*,port=(\d+)/.exec(await admin(masterPort).info('replication'))?.[1]);
   const waitForFailover = async (slot, deadPort, timeoutMs = 20000) => {
     const started = Date.now();
     let port = deadPort;
@@ -138,5 +143,5 @@ export async function startReplicatedCluster({ masters = 3 } = {}) {
     throw error;
   }
   const nodes = ports.map((port) => ({ host: '127.0.0.1', port }));
-  return { ports, nodes, admin, masterOf, nodeId, kill, waitForFailover, alive, stop };
+  return { ports, nodes, admin, masterOf, nodeId, kill, signal, replicaOf, waitForFailover, alive, stop };
 }
