@@ -225,6 +225,11 @@ export class Scripts {
     return reply === 1;
   }
 
+  /** One extendLock-2 call (reply 1: renewed); the LockManager's second look at a lock extendLocks-1 found missing. */
+  extendLockCall(jobId: string, token: string, duration: number): ScriptCall {
+    return { script: SCRIPTS.extendLock, keys: [this.keys.lock(jobId), this.keys.stalled], args: [token, duration, jobId] };
+  }
+
   /** One extendLocks-1 call for `pairs` (jobId, token); used by the LockManager's pipelined tick. */
   extendLocksCall(pairs: Array<[string, string]>, duration: number): ScriptCall {
     const args: ScriptArg[] = [this.keys.base, duration];

@@ -119,6 +119,9 @@ class TrackedJob implements JobLock {
   }
 }
 
+/** Redis's answer to a script that touched a key of a slot in migration the node no longer (or not yet) holds. */
+const MIGRATION_SPLIT = /non local key/;
+
 /**
  * One worker's tracked jobs and its one heartbeat timer. The timer runs only while the worker
  * holds jobs; each tick sends every renewal (extendLocks-1, chunked) in one pipelined round trip
@@ -271,7 +274,8 @@ export class WorkerLocks {
       return;
     }
     const roundTripMs = Date.now() - sentAt;
-    this.apply(jobs, replies!, sentAt, roundTripMs, firedAt);
+    const recheck = this.apply(jobs, replies!, sentAt, roundTripMs, firedAt);
+    if (recheck.length > 0) await this.recheck(recheck);
   }
 
   /**
@@ -288,22 +292,67 @@ export class WorkerLocks {
     }
   }
 
+  /**
+   * A second look, job by job with extendLock-2, at the jobs extendLocks-1 could not judge. On a
+   * Cluster whose slot is being migrated, extendLocks-1 declares only the stalled set and builds the
+   * lock keys from the prefix: Redis runs it on whichever node holds the stalled set (or ASKs it to
+   * the target when no node does), and there a lock still on the other node reads as missing (-2:
+   * a false loss) or fails the call ("Script attempted to access a non local key"). extendLock-2
+   * declares the lock and the stalled set, so Redis runs it only where both are (or answers TRYAGAIN,
+   * which the Cluster client waits out): its answer is the truth. Only a job it cannot renew is lost.
+   */
+  private async recheck(jobs: TrackedJob[]): Promise<void> {
+    const { queue, workerId, lockDuration, scripts } = this.holder;
+    const sentAt = Date.now();
+    let replies: Array<[Error | null, unknown]> | undefined;
+    try {
+      // Bounded like the tick itself: the next tick waits for this one.
+      replies = await withinMs(runPipelined(this.renewal.client(), jobs.map((job) => scripts.extendLockCall(job.jobId, job.token, lockDuration))), this.holder.lockRenewTime);
+      if (!replies) throw new Error(`the second look at ${jobs.length} locks got no answer within lockRenewTime (${this.holder.lockRenewTime} ms)`);
+    } catch (error) {
+      if (!this.unregistered) this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at: Date.now(), error: error as Error, jobCount: jobs.length });
+      return;
+    }
+    const at = Date.now();
+    const renewedIds: string[] = [];
+    replies.forEach(([error, reply], i) => {
+      const job = jobs[i];
+      if (error) {
+        this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at, error, jobCount: 1 });
+      } else if (reply === 1) {
+        job.renewedAt = sentAt;
+        renewedIds.push(job.jobId);
+      } else if (this.holds(job)) {
+        job.lostCode = -2;
+        // A job being finished is judged by its finish: the -2 may be the finish's own DEL.
+        if (!job.releasing) this.lose(job, -2, codeMeaning(-2), at);
+      }
+    });
+    if (renewedIds.length > 0) this.emit.renewed({ type: 'renewed', queue, workerId, at, jobIds: renewedIds, roundTripMs: at - sentAt, tickMs: at - sentAt });
+  }
+
   /** A tick that threw (not a Redis error, which tick() reports itself): the heartbeat skipped, so say so. */
   private tickFailed(error: Error): void {
     const { queue, workerId } = this.holder;
     this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at: Date.now(), error, jobCount: this.jobs.size });
   }
 
-  /** Reads a tick's replies: renewed jobs get a fresh renewedAt, lost ones are let go. */
-  private apply(jobs: TrackedJob[], replies: Array<[Error | null, unknown]>, sentAt: number, roundTripMs: number, firedAt: number): void {
+  /**
+   * Reads a tick's replies: renewed jobs get a fresh renewedAt, jobs another token holds (-6) are
+   * let go. Returns the jobs for a second look (recheck): those found without a lock (-2) and those
+   * of a chunk that met a slot migration.
+   */
+  private apply(jobs: TrackedJob[], replies: Array<[Error | null, unknown]>, sentAt: number, roundTripMs: number, firedAt: number): TrackedJob[] {
     const { queue, workerId } = this.holder;
     const at = Date.now();
     const renewedIds: string[] = [];
     const lost: Array<[TrackedJob, -2 | -6]> = [];
+    const recheck: TrackedJob[] = [];
     replies.forEach(([error, reply], chunk) => {
       const chunkJobs = jobs.slice(chunk * this.chunkSize, (chunk + 1) * this.chunkSize);
       if (error) {
         this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at, error, jobCount: chunkJobs.length });
+        if (MIGRATION_SPLIT.test(error.message)) recheck.push(...chunkJobs.filter((job) => this.holds(job)));
         return;
       }
       const failed = new Map<string, -2 | -6>();
@@ -313,15 +362,18 @@ export class WorkerLocks {
         if (code === undefined) {
           job.renewedAt = sentAt;
           renewedIds.push(job.jobId);
+        } else if (code === -2 && this.holds(job)) {
+          recheck.push(job);
         } else if (this.holds(job)) {
           job.lostCode = code;
-          // A job being finished is judged by its finish: the -2 may be the finish's own DEL.
+          // A job being finished is judged by its finish.
           if (!job.releasing) lost.push([job, code]);
         }
       }
     });
     if (renewedIds.length > 0) this.emit.renewed({ type: 'renewed', queue, workerId, at, jobIds: renewedIds, roundTripMs, tickMs: Date.now() - firedAt });
     for (const [job, code] of lost) this.lose(job, code, codeMeaning(code), at);
+    return recheck;
   }
 }
 
