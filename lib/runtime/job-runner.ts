@@ -195,16 +195,14 @@ export class JobRunner {
       try {
         return await send();
       } catch (error) {
-        if (error instanceof EchoMQError) {
-          if (error.code !== -6 && (await this.landedEarlier(job, release))) return LANDED_EARLIER;
-          throw error;
-        }
-        // A renewal that found no lock while this finish was in flight may have seen the finish's
-        // own DEL (the reply was lost, not the finish): ask Redis before calling the job lost.
-        const lost = lock.lostCode;
+        // A -1/-2/-3 answer, or a renewal that found no lock while this finish was in flight, may be
+        // this very call having landed (its reply lost): ask Redis before calling the job lost.
+        // When Redis cannot be asked now (the connection is still down), the send is tried again.
+        const lost = error instanceof EchoMQError ? error.code : lock.lostCode;
         if (lost !== undefined) {
-          if (await this.landedEarlier(job, release)) return LANDED_EARLIER;
-          throw new LockLostError(this.context.queueName, job.id, lost);
+          const landed = lost === -6 ? false : await this.landedEarlier(job, release).catch(() => undefined);
+          if (landed === true) return LANDED_EARLIER;
+          if (landed === false) throw error instanceof EchoMQError ? error : new LockLostError(this.context.queueName, job.id, lost as -2 | -6);
         }
         if (this.locks.isClosed || attempt >= FINISH_RETRY_MS.length * 4) throw error;
         this.events.error(error as Error);
