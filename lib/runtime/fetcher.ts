@@ -1,9 +1,17 @@
-import type { RedisClient } from '../protocol/script.js';
-import { dropClient, dropCounter, type DropCounter } from './connection.js';
 import type { Keys } from '../protocol/keys.js';
+import type { RedisClient } from '../protocol/script.js';
 import type { Pickup, RateLimit, Scripts } from '../protocol/scripts.js';
+import { dropClient, dropCounter, type DropCounter } from './connection.js';
 import { findAllByLockToken, type HandedOverJob } from './handover-recovery.js';
 import { Sleeper } from './sleeper.js';
+
+/** The worker settings a fetch uses. */
+export interface FetchSettings {
+  lockDuration: number;
+  /** Longest BZPOPMIN block, in seconds. */
+  drainDelay: number;
+  limiter?: RateLimit;
+}
 
 /**
  * How a worker gets its next job: moveToActive-11 on the shared connection, and when nothing is
@@ -20,14 +28,6 @@ import { Sleeper } from './sleeper.js';
  * Every wait ends at interrupt(): the rate-limit window too (an hourly limiter would otherwise
  * hold a closing worker for up to an hour).
  */
-/** The worker settings a fetch uses. */
-export interface FetchSettings {
-  lockDuration: number;
-  /** Longest BZPOPMIN block, in seconds. */
-  drainDelay: number;
-  limiter?: RateLimit;
-}
-
 export class Fetcher {
   private readonly sleeper = new Sleeper();
   private interrupted = false;

@@ -4,7 +4,7 @@ import { filter, Observable, Subject } from 'rxjs';
 import { Keys } from '../protocol/keys.js';
 import { assertQueueName } from '../protocol/names.js';
 import type { RedisClient } from '../protocol/script.js';
-import { closeClient, connectBlocking, dropClient } from './connection.js';
+import { connectBlocking, dropClient } from './connection.js';
 import { resolveQueueEventsOptions, type QueueEventsOptions } from './options.js';
 
 /** The names of the lifecycle events the scripts write to the stream. */
@@ -104,9 +104,9 @@ export class QueueEvents extends EventEmitter<QueueEventsListeners> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.state = 'closed';
+    // Dropped, not QUIT: its XREAD BLOCK would hold a QUIT until the block times out.
     dropClient(this.client);
     await this.loop?.catch(() => undefined);
-    await closeClient(this.client);
     this.subject.complete();
   }
 

@@ -222,7 +222,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (force && !this.forced) {
       this.forced = true;
       // A close() already waits for the running jobs: close(true) now cuts that wait short.
-      if (this.closing) this.giveUpJobs(new Error(`worker ${this.id} closed without waiting for its jobs`));
+      if (this.closing) this.giveUpJobs(this.forcedCloseReason());
     }
     this.closing ??= this.shutdown();
     this.closeRequested();
@@ -255,7 +255,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private async drain(started: boolean): Promise<void> {
     this.finisher.flush(); // finishes of this turn go now, not after the connection closed
     this.fetcher.interrupt();
-    if (this.forced) this.giveUpJobs(new Error(`worker ${this.id} closed without waiting for its jobs`));
+    if (this.forced) this.giveUpJobs(this.forcedCloseReason());
     this.closeStep = 'the fetch loop (its moveToActive call)';
     if (started) await this.loop;
     this.closeStep = 'its running jobs to end';
@@ -268,6 +268,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.closeStep = 'its connection to close';
     if (this.ownsClient) await closeClient(this.client);
     dropClient(this.blockingClient);
+  }
+
+  /** Why a close(true) aborts a running job's signal. */
+  private forcedCloseReason(): Error {
+    return new Error(`worker ${this.id} closed without waiting for its jobs`);
   }
 
   /** Aborts every running job's signal; the waits that wait for those jobs end now. */
