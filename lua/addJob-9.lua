@@ -7,6 +7,7 @@
   ARGV[1] job-key prefix "P:{Q}:"   [2] custom job id, or "" for the next id counter value
       [3] name  [4] data (JSON)  [5] opts (JSON)  [6] now (ms)  [7] delay ms (0 = none)
       [8] priority (0 = none)   [9] "1" for LIFO   [10] events max length
+      [11] automatic id prefix (optional; "" or absent for a plain queue, "<i>-" for partition i)
   Returns { jobId, 1 } when added; { jobId, 0 } when a job with that custom id already exists:
       then nothing at all is written (the existing job is the answer).
 ]]
@@ -53,17 +54,19 @@ local function pushReady(keys, jobId, priority, lifo)
   if not paused then rcall("ZADD", keys.marker, "0", "0") end
 end
 -- [lua-src/includes/addOneJob.lua]
--- addOneJob(keys, prefix, job, now, maxEvents, paused): the body of addJob-9 and addJobs-9.
+-- addOneJob(keys, prefix, job, now, maxEvents, paused, idPrefix): the body of addJob-9 and addJobs-9.
 -- keys: { wait, paused, meta, id, delayed, prioritized, pc, marker, events }.
 -- job: { id = custom id or "", name, data, opts, delay, priority, lifo }: delay and priority are the
 -- ARGV strings, written as they are (as is now, a string); they are compared as numbers.
+-- idPrefix: put before an automatic id ("" for a plain queue; "3-" in partition 3 of a
+-- partitioned queue, so its ids read 3-1, 3-2, ... and name their partition).
 -- Returns jobId, created, ready: created is false when a job with that custom id exists (then
 -- nothing at all is written); ready is true when the job went to wait or prioritized, so the
 -- caller owes the wake-up marker (set once per call, however many jobs it added).
-local function addOneJob(keys, prefix, job, now, maxEvents, paused)
+local function addOneJob(keys, prefix, job, now, maxEvents, paused, idPrefix)
   local jobId = job.id
   if jobId == "" then
-    jobId = tostring(rcall("INCR", keys.id))
+    jobId = idPrefix .. rcall("INCR", keys.id)
   elseif rcall("EXISTS", prefix .. jobId) == 1 then
     return jobId, false, false
   end
@@ -88,6 +91,6 @@ local keys = { wait = KEYS[1], paused = KEYS[2], meta = KEYS[3], id = KEYS[4], d
 local job = { id = ARGV[2], name = ARGV[3], data = ARGV[4], opts = ARGV[5], delay = ARGV[7],
   priority = ARGV[8], lifo = ARGV[9] == "1" }
 local paused = rcall("HEXISTS", keys.meta, "paused") == 1
-local jobId, created, ready = addOneJob(keys, ARGV[1], job, ARGV[6], ARGV[10], paused)
+local jobId, created, ready = addOneJob(keys, ARGV[1], job, ARGV[6], ARGV[10], paused, ARGV[11] or "")
 if ready and not paused then rcall("ZADD", keys.marker, "0", "0") end
 return { jobId, created and 1 or 0 }

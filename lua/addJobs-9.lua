@@ -8,6 +8,7 @@
   KEYS[1] wait  [2] paused  [3] meta  [4] id  [5] delayed  [6] prioritized  [7] pc  [8] marker
       [9] events
   ARGV[1] job-key prefix "P:{Q}:"  [2] events max length
+      [3] automatic id prefix ("" for a plain queue, "<i>-" for partition i of a partitioned one)
       then 8 fields a job: custom id or "", name, data (JSON), opts (JSON), timestamp (ms),
       delay ms, priority, "1" for LIFO
   Returns a flat array, jobId, created, jobId, created, ... in the order given: created is 1 when
@@ -56,17 +57,19 @@ local function pushReady(keys, jobId, priority, lifo)
   if not paused then rcall("ZADD", keys.marker, "0", "0") end
 end
 -- [lua-src/includes/addOneJob.lua]
--- addOneJob(keys, prefix, job, now, maxEvents, paused): the body of addJob-9 and addJobs-9.
+-- addOneJob(keys, prefix, job, now, maxEvents, paused, idPrefix): the body of addJob-9 and addJobs-9.
 -- keys: { wait, paused, meta, id, delayed, prioritized, pc, marker, events }.
 -- job: { id = custom id or "", name, data, opts, delay, priority, lifo }: delay and priority are the
 -- ARGV strings, written as they are (as is now, a string); they are compared as numbers.
+-- idPrefix: put before an automatic id ("" for a plain queue; "3-" in partition 3 of a
+-- partitioned queue, so its ids read 3-1, 3-2, ... and name their partition).
 -- Returns jobId, created, ready: created is false when a job with that custom id exists (then
 -- nothing at all is written); ready is true when the job went to wait or prioritized, so the
 -- caller owes the wake-up marker (set once per call, however many jobs it added).
-local function addOneJob(keys, prefix, job, now, maxEvents, paused)
+local function addOneJob(keys, prefix, job, now, maxEvents, paused, idPrefix)
   local jobId = job.id
   if jobId == "" then
-    jobId = tostring(rcall("INCR", keys.id))
+    jobId = idPrefix .. rcall("INCR", keys.id)
   elseif rcall("EXISTS", prefix .. jobId) == 1 then
     return jobId, false, false
   end
@@ -88,13 +91,13 @@ end
 
 local keys = { wait = KEYS[1], paused = KEYS[2], meta = KEYS[3], id = KEYS[4], delayed = KEYS[5],
   prioritized = KEYS[6], pc = KEYS[7], marker = KEYS[8], events = KEYS[9] }
-local prefix, maxEvents = ARGV[1], ARGV[2]
+local prefix, maxEvents, idPrefix = ARGV[1], ARGV[2], ARGV[3]
 local paused = rcall("HEXISTS", keys.meta, "paused") == 1
 local results, anyReady = {}, false
-for i = 3, #ARGV, 8 do
+for i = 4, #ARGV, 8 do
   local job = { id = ARGV[i], name = ARGV[i + 1], data = ARGV[i + 2], opts = ARGV[i + 3],
     delay = ARGV[i + 5], priority = ARGV[i + 6], lifo = ARGV[i + 7] == "1" }
-  local jobId, created, ready = addOneJob(keys, prefix, job, ARGV[i + 4], maxEvents, paused)
+  local jobId, created, ready = addOneJob(keys, prefix, job, ARGV[i + 4], maxEvents, paused, idPrefix)
   results[#results + 1] = jobId
   results[#results + 1] = created and 1 or 0
   anyReady = anyReady or ready

@@ -35,6 +35,11 @@ export class Keys {
   readonly marker: string;
   readonly limiter: string;
   readonly events: string;
+  /**
+   * `P:{Q}:wake`, a shard channel (SPUBLISH), not a key: a partitioned queue's workers listen on it
+   * for work added to this partition (docs/protocol.md, "Partitioned queues").
+   */
+  readonly wake: string;
 
   constructor(readonly queueName: string, readonly prefix: string = DEFAULT_PREFIX) {
     this.base = `${prefix}:{${queueName}}:`;
@@ -53,6 +58,7 @@ export class Keys {
     this.marker = this.base + 'marker';
     this.limiter = this.base + 'limiter';
     this.events = this.base + 'events';
+    this.wake = this.base + 'wake';
   }
 
   /** The key of a state's id list or zset. */

@@ -114,6 +114,8 @@ export class Scripts {
     private readonly client: RedisClient,
     private readonly keys: Keys,
     private readonly maxEvents: number,
+    /** Put before automatic job ids: "" for a plain queue, `<i>-` for partition i (lib/protocol/partitions.ts). */
+    private readonly idPrefix = '',
   ) {
     this.pickupKeyNames = PICKUP_KEYS.map((name) => keys[name]);
   }
@@ -121,12 +123,11 @@ export class Scripts {
   /** Adds a job; `created` is false when the custom id already existed (nothing was written). */
   async addJob(job: NewJob): Promise<{ jobId: string; created: boolean }> {
     const k = this.keys;
-    const reply = await this.call({
-      script: SCRIPTS.addJob,
-      keys: this.addKeys(),
-      args: [k.base, job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay,
-        job.priority, job.lifo ? '1' : '0', this.maxEvents],
-    });
+    const args: ScriptArg[] = [k.base, job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay,
+      job.priority, job.lifo ? '1' : '0', this.maxEvents];
+    // ARGV[11] is optional: a plain queue's add sends what it always sent.
+    if (this.idPrefix !== '') args.push(this.idPrefix);
+    const reply = await this.call({ script: SCRIPTS.addJob, keys: this.addKeys(), args });
     const [jobId, created] = reply as [string, number];
     return { jobId: String(jobId), created: created === 1 };
   }
@@ -140,7 +141,7 @@ export class Scripts {
     const calls: ScriptCall[] = [];
     for (let i = 0; i < jobs.length; i += ADD_BATCH) {
       const batch = jobs.slice(i, i + ADD_BATCH);
-      const args: ScriptArg[] = [k.base, this.maxEvents];
+      const args: ScriptArg[] = [k.base, this.maxEvents, this.idPrefix];
       for (const job of batch) {
         args.push(job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay, job.priority, job.lifo ? '1' : '0');
       }

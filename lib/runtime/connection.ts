@@ -41,6 +41,16 @@ export function connectBlocking(input: ConnectionInput | undefined): RedisClient
 }
 
 /**
+ * A connection for a partitioned queue's wake channels (SSUBSCRIBE): a subscribed connection runs
+ * nothing else. On a Cluster, ioredis keeps one subscriber per node (`shardedSubscribers`), so one
+ * worker listens on every partition with one connection per node.
+ */
+export function connectSubscriber(input: ConnectionInput | undefined): RedisClient {
+  if (input instanceof Cluster) return quiet(input.duplicate([], { shardedSubscribers: true }) as RedisClient);
+  return connectBlocking(input);
+}
+
+/**
  * The heartbeat's own connection, a duplicate of `source` (Redis or Cluster, same options): the
  * LockManager's renewals go on it, so they never queue behind the bulk traffic of the shared one
  * (an addBulk pipeline, a batch of finishes). Named `<source name or echomq>:heartbeat` in CLIENT LIST.

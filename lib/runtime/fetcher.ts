@@ -41,7 +41,8 @@ export class Fetcher {
     private readonly scripts: Scripts,
     /** The worker's shared connection: a marker popped while nobody waits is put back on it. */
     private readonly client: RedisClient,
-    private readonly blockingClient: RedisClient,
+    /** Undefined for a lane of a partitioned queue: those wait on a PartitionWaker, never on the marker. */
+    private readonly blockingClient: RedisClient | undefined,
     private readonly keys: Keys,
     private readonly settings: FetchSettings,
   ) {
@@ -98,10 +99,11 @@ export class Fetcher {
   interrupt(): void {
     this.interrupted = true;
     this.sleeper.wake();
-    dropClient(this.blockingClient);
+    if (this.blockingClient) dropClient(this.blockingClient);
   }
 
   private startBlock(): Promise<unknown> {
+    if (!this.blockingClient) throw new Error('a lane of a partitioned queue never blocks on its marker');
     const marker = this.keys.marker;
     // Redis takes fractional seconds; 1 ms is its finest step.
     const block: Promise<unknown> = this.blockingClient.bzpopmin(marker, Math.max(0.001, this.settings.drainDelay).toFixed(3))

@@ -15,6 +15,8 @@ export interface JobContext {
   keys: Keys;
   scripts: Scripts;
   client: RedisClient;
+  /** A partitioned queue's: tells its workers the job's partition has work again (lib/runtime/queue-part.ts). */
+  wake?(): void;
   /** Told when a job updates its progress (a Worker sets it, to emit its `progress` event). */
   onProgress?(job: Job, progress: unknown): void;
 }
@@ -143,6 +145,7 @@ export class Job<Data = unknown, Result = unknown> {
   async retry(from: 'failed' | 'completed' = 'failed'): Promise<void> {
     if (from !== 'failed' && from !== 'completed') throw new EchoMQOptionError('from', `is ${describe(from)}; a job is retried from "failed" or "completed"`);
     await this.context.scripts.reprocessJob(this.id, from);
+    this.context.wake?.();
     this.attemptsMade = 0;
     this.failedReason = undefined;
     this.finishedOn = undefined;

@@ -71,24 +71,25 @@ export class LockManager {
   /** Registers a worker (its timing is validated); its locks are tracked through the handle returned. Refused once closed. */
   register(holder: LockHolder): WorkerLocks {
     if (this.closed) throw new Error(`this LockManager is closed: worker ${holder.workerId} would run jobs with no heartbeat`);
-    if (this.workers.has(holder.workerId)) throw new Error(`worker ${holder.workerId} is already registered with this LockManager`);
+    // A worker of a partitioned queue registers once per partition (each is a queue of its own to the scripts).
+    const entry = `${holder.workerId}\u0000${holder.queue}`;
+    if (this.workers.has(entry)) throw new Error(`worker ${holder.workerId} is already registered with this LockManager for queue ${holder.queue}`);
     validateHolder(holder); // before it takes a share of a renewal connection
     const lease = this.renewalConnections.join(holder.client);
-    const locks = new WorkerLocks(holder, this.chunkSize, this.emitter(), lease, () => this.workers.delete(holder.workerId));
-    this.workers.set(holder.workerId, locks);
+    const locks = new WorkerLocks(holder, this.chunkSize, this.emitter(), lease, () => this.workers.delete(entry));
+    this.workers.set(entry, locks);
     return locks;
   }
 
   /** The ids of the registered workers. */
   get workerIds(): string[] {
-    return [...this.workers.keys()];
+    return [...new Set([...this.workers.values()].map((locks) => locks.holder.workerId))];
   }
 
-  /** How many jobs the LockManager tracks, for one worker or all. */
+  /** How many jobs the LockManager tracks, for one worker (every partition it serves) or all. */
   trackedCount(workerId?: string): number {
-    if (workerId !== undefined) return this.workers.get(workerId)?.size ?? 0;
     let total = 0;
-    for (const locks of this.workers.values()) total += locks.size;
+    for (const locks of this.workers.values()) if (workerId === undefined || locks.holder.workerId === workerId) total += locks.size;
     return total;
   }
 

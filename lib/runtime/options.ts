@@ -1,6 +1,7 @@
 import { EchoMQOptionError } from '../protocol/errors.js';
 import { assertCustomJobId, assertPrefix, describe } from '../protocol/names.js';
 import { DEFAULT_PREFIX } from '../protocol/keys.js';
+import { assertPartitionKey, resolvePartitions } from '../protocol/partitions.js';
 import type { RateLimit } from '../protocol/scripts.js';
 import type { ConnectionInput } from './connection.js';
 import { DEFAULT_MAX_DATA_BYTES } from './serialize.js';
@@ -33,6 +34,11 @@ export interface JobOptions {
   removeOnFail?: KeepJobs;
   /** Keep at most this many log lines per job (0 = all). Default 0. */
   keepLogs?: number;
+  /**
+   * A partitioned queue's routing key (ours; BullMQ has no partitions): jobs of one key go to one
+   * partition and run in the order they were added. Without it a job goes by its jobId, else round-robin.
+   */
+  partitionKey?: string;
 }
 
 export interface QueueOptions {
@@ -45,6 +51,12 @@ export interface QueueOptions {
   maxEvents?: number;
   /** Largest job data accepted, in bytes of JSON. Default 1 MiB. */
   maxDataSize?: number;
+  /**
+   * One queue over this many hash tags (`{name#0}` ... `{name#n-1}`), so its load spreads over a
+   * Redis Cluster's masters (docs/cluster.md). Every Queue, Worker and QueueEvents of the queue
+   * must give the same number. Default 1 (not partitioned).
+   */
+  partitions?: number;
 }
 
 export interface QueueEventsOptions {
@@ -60,6 +72,8 @@ export interface QueueEventsOptions {
 export interface WorkerOptions {
   connection?: ConnectionInput;
   prefix?: string;
+  /** The queue's partition count, as its Queue was given it (see QueueOptions.partitions). Default 1. */
+  partitions?: number;
   /** Jobs processed at once. Default 1. */
   concurrency?: number;
   /** Lock TTL in ms. Default 30,000. */
@@ -112,6 +126,7 @@ export const DEFAULTS = {
 
 export interface ResolvedWorkerOptions {
   prefix: string;
+  partitions: number;
   concurrency: number;
   lockDuration: number;
   lockRenewTime: number;
@@ -153,6 +168,7 @@ export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOp
   }
   return {
     prefix: prefixOf(opts.prefix),
+    partitions: resolvePartitions(opts.partitions),
     concurrency: positiveInt(opts.concurrency, 'concurrency', DEFAULTS.concurrency),
     lockDuration,
     lockRenewTime,
@@ -178,6 +194,7 @@ function closeTimeoutOf(value: number | undefined): number {
 
 export interface ResolvedQueueOptions {
   prefix: string;
+  partitions: number;
   defaultJobOptions: JobOptions;
   maxEvents: number;
   maxDataSize: number;
@@ -191,6 +208,7 @@ export function resolveQueueOptions(opts: QueueOptions = {}): ResolvedQueueOptio
   validateJobOptions(defaultJobOptions, 'defaultJobOptions.');
   return {
     prefix: prefixOf(opts.prefix),
+    partitions: resolvePartitions(opts.partitions),
     defaultJobOptions,
     maxEvents: positiveInt(opts.maxEvents, 'maxEvents', DEFAULTS.maxEvents),
     maxDataSize: positiveInt(opts.maxDataSize, 'maxDataSize', DEFAULTS.maxDataSize),
@@ -224,6 +242,7 @@ export function validateJobOptions(opts: JobOptions, at = ''): void {
   positiveInt(opts.attempts, `${at}attempts`, 1);
   if (opts.backoff !== undefined) validateBackoff(opts.backoff, `${at}backoff`);
   nonNegativeInt(opts.keepLogs, `${at}keepLogs`, 0);
+  assertPartitionKey(opts.partitionKey, `${at}partitionKey`);
   validateKeep(opts.removeOnComplete, `${at}removeOnComplete`);
   validateKeep(opts.removeOnFail, `${at}removeOnFail`);
 }

@@ -1,22 +1,23 @@
 import { EventEmitter } from 'node:events';
 import { asError, reportOnErrorChannel } from './error-channel.js';
 import { v4 as uuid } from 'uuid';
-import { Keys } from '../protocol/keys.js';
+import type { Keys } from '../protocol/keys.js';
 import { assertQueueName } from '../protocol/names.js';
+import { assertPartitionedName } from '../protocol/partitions.js';
 import type { RedisClient } from '../protocol/script.js';
-import { Scripts } from '../protocol/scripts.js';
 import { CloseTimeoutError } from './close-timeout-error.js';
 import { closeClient, connect, connectBlocking, dropClient } from './connection.js';
-import { Fetcher } from './fetcher.js';
-import { FinishBatcher } from './finish-batcher.js';
-import type { Job, JobContext } from './job.js';
-import { JobRunner, type ActiveJob, type ProcessorFunction } from './job-runner.js';
-import { LockManager, type WorkerLocks } from './lock-manager.js';
+import type { Job } from './job.js';
+import { SingleLaneSource, type JobSource } from './job-source.js';
+import type { ActiveJob, ProcessorFunction } from './job-runner.js';
+import { LockManager } from './lock-manager.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
+import { PartitionFetcher } from './partition-fetcher.js';
+import { PartitionWaker } from './partition-waker.js';
 import { evictionPolicyWarning, redisVersionError } from './redis-health.js';
 import { Sleeper } from './sleeper.js';
 import { redisSilentFor } from './redis-silence.js';
-import { StalledSweeper } from './stalled-sweeper.js';
+import { WorkerLane, type LaneOwner } from './worker-lane.js';
 
 
 /** The events a Worker emits, with their arguments. */
@@ -68,24 +69,22 @@ type PlainEvent = Exclude<keyof WorkerEvents, 'error'>;
 
 /**
  * Worker: takes jobs from a queue and runs them through a processor, `concurrency` at a time.
- * Its parts: a fetch loop (Fetcher), the heartbeat (its LockManager's timer), the stalled sweep
- * (StalledSweeper) and the job runner (JobRunner).
+ * Its parts: a fetch loop over a JobSource, and a WorkerLane per hash tag of the queue (one for a
+ * plain queue, one per partition of a partitioned one), each with its Fetcher, heartbeat (a
+ * WorkerLocks of its LockManager), stalled sweep (StalledSweeper) and job runner (JobRunner).
  */
 export class Worker<Data = unknown, Result = unknown> extends EventEmitter<WorkerEvents> {
   readonly id = uuid();
-  readonly keys: Keys;
   readonly options: ResolvedWorkerOptions;
   readonly lockManager: LockManager;
   private readonly client: RedisClient;
   private readonly ownsClient: boolean;
-  private readonly blockingClient: RedisClient;
+  /** A plain queue's marker connection (BZPOPMIN); a partitioned queue's worker has a waker instead. */
+  private readonly blockingClient?: RedisClient;
+  private readonly waker?: PartitionWaker;
   private readonly ownsLockManager: boolean;
-  private readonly scripts: Scripts;
-  private readonly locks: WorkerLocks;
-  private readonly fetcher: Fetcher;
-  private readonly sweeper: StalledSweeper;
-  private readonly runner: JobRunner;
-  private readonly finisher: FinishBatcher;
+  private readonly lanes: WorkerLane[] = [];
+  private readonly source: JobSource;
   private state: WorkerState = 'created';
   /**
    * Every wait of the worker sleeps here (a free slot, resume, running jobs ending, the error
@@ -111,45 +110,65 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     assertQueueName(name);
     if (typeof processor !== 'function') throw new TypeError('Worker: processor must be a function (job, { token, signal }) => result');
     this.options = resolveWorkerOptions(opts);
-    this.keys = new Keys(name, this.options.prefix);
+    const { partitions } = this.options;
+    assertPartitionedName(name, partitions);
     const { client, owned } = connect(opts.connection);
     this.client = client;
     this.ownsClient = owned;
-    this.blockingClient = connectBlocking(opts.connection);
-    this.scripts = new Scripts(client, this.keys, this.options.maxEvents);
+    if (partitions === 1) this.blockingClient = connectBlocking(opts.connection);
     this.lockManager = opts.lockManager ?? new LockManager();
     this.ownsLockManager = opts.lockManager === undefined;
-    const { lockDuration, lockRenewTime, heartbeatLateThreshold, lockRenewUnsafe } = this.options;
+    const owner: LaneOwner = {
+      workerId: this.id, queueName: name, partitions, client, blockingClient: this.blockingClient, options: this.options,
+      lockManager: this.lockManager, processor: processor as ProcessorFunction,
+      runnerEvents: {
+        active: (job) => this.emitSafely('active', job),
+        completed: (job, result) => this.emitSafely('completed', job, result),
+        failed: (job, error, willRetry) => this.emitSafely('failed', job, error, willRetry),
+        lockLost: (job, error) => this.emitSafely('lockLost', job, error),
+        error: (error) => this.reportError(error),
+      },
+      onProgress: (job, progress) => this.emitSafely('progress', job, progress),
+      onSwept: (lane, result) => {
+        this.lockManager.reportStalled(lane.keys.queueName, this.id, result);
+        if (result.movedToWait.length > 0 && this.waker) {
+          lane.wake();
+          (this.source as PartitionFetcher).wake(lane.index);
+        }
+        for (const { jobId } of result.movedToWait) this.emitSafely('stalled', jobId, 'wait');
+        for (const { jobId } of result.movedToFailed) this.emitSafely('stalled', jobId, 'failed');
+      },
+      onSweepError: (error) => this.reportError(error),
+      running: () => this.running,
+    };
     try {
-      this.locks = this.lockManager.register({
-        workerId: this.id, queue: name, scripts: this.scripts, client, lockDuration, lockRenewTime, heartbeatLateThreshold,
-        allowLapsingRenewTime: lockRenewUnsafe,
-      });
+      for (let i = 0; i < partitions; i++) this.lanes.push(new WorkerLane(owner, i));
     } catch (error) {
-      // Refused (a closed LockManager): the connections opened above must not outlive the throw.
+      // Refused (a closed LockManager): nothing opened above may outlive the throw.
+      void Promise.all(this.lanes.map((lane) => lane.locks.close()));
       if (owned) dropClient(client);
-      dropClient(this.blockingClient);
+      if (this.blockingClient) dropClient(this.blockingClient);
       throw error;
     }
-    this.fetcher = new Fetcher(this.scripts, client, this.blockingClient, this.keys, this.options);
-    this.sweeper = new StalledSweeper(this.scripts, client, this.keys, this.options, (result) => {
-      this.lockManager.reportStalled(name, this.id, result);
-      for (const { jobId } of result.movedToWait) this.emitSafely('stalled', jobId, 'wait');
-      for (const { jobId } of result.movedToFailed) this.emitSafely('stalled', jobId, 'failed');
-    }, (error) => this.reportError(error));
-    const context: JobContext = {
-      queueName: name, keys: this.keys, scripts: this.scripts, client,
-      onProgress: (job, progress) => this.emitSafely('progress', job, progress),
-    };
-    this.finisher = new FinishBatcher(this.scripts, lockDuration, this.options.limiter, this.options.concurrency, () => this.running);
-    this.runner = new JobRunner(processor as ProcessorFunction, this.scripts, context, this.locks, lockDuration, this.finisher, {
-      active: (job) => this.emitSafely('active', job),
-      completed: (job, result) => this.emitSafely('completed', job, result),
-      failed: (job, error, willRetry) => this.emitSafely('failed', job, error, willRetry),
-      lockLost: (job, error) => this.emitSafely('lockLost', job, error),
-      error: (error) => this.reportError(error),
-    });
+    if (partitions === 1) {
+      this.source = new SingleLaneSource(this.lanes[0]);
+    } else {
+      const fetcher = new PartitionFetcher(this.lanes, this.options.drainDelay * 1000);
+      this.source = fetcher;
+      this.waker = new PartitionWaker(opts.connection, this.lanes.map((lane) => lane.keys.wake), (i) => fetcher.wake(i), () => fetcher.wakeAll());
+    }
     if (this.options.autorun) void this.run();
+  }
+
+  /** The queue's keys. A partitioned queue has a set per partition: see `partitionKeys`. */
+  get keys(): Keys {
+    if (this.lanes.length > 1) throw new Error(`queue ${this.name} has ${this.lanes.length} partitions, each with its own keys: use worker.partitionKeys`);
+    return this.lanes[0].keys;
+  }
+
+  /** The keys of each partition, in partition order (one entry for a plain queue). */
+  get partitionKeys(): readonly Keys[] {
+    return this.lanes.map((lane) => lane.keys);
   }
 
   get status(): WorkerState {
@@ -175,7 +194,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   run(): Promise<void> {
     if (this.state === 'created') {
       this.moveTo('running');
-      this.sweeper.start();
+      for (const lane of this.lanes) lane.sweeper.start();
       this.loop = this.fetchLoop();
       void this.announceReady();
       void this.warnAboutRedis();
@@ -183,9 +202,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     return this.closed();
   }
 
-  /** Resolves when both connections are ready. */
+  /** Resolves when its connections are ready: the shared one, and the marker's (or, partitioned, the wake channels' subscriptions). */
   async waitUntilReady(): Promise<void> {
-    await Promise.all([this.client.ping(), this.blockingClient.ping()]);
+    await Promise.all([this.client.ping(), this.blockingClient?.ping(), this.waker?.start()]);
   }
 
   /**
@@ -197,7 +216,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   async pause(doNotWaitActive = false): Promise<void> {
     if (this.state === 'running') {
       this.moveTo('paused');
-      this.fetcher.stopWaiting();
+      this.source.stopWaiting();
       this.emitSafely('paused');
     }
     if (doNotWaitActive) return;
@@ -253,21 +272,27 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   /** The orderly close: each step may wait on Redis, which is why shutdown() bounds it. */
   private async drain(started: boolean): Promise<void> {
-    this.finisher.flush(); // finishes of this turn go now, not after the connection closed
-    this.fetcher.interrupt();
+    for (const lane of this.lanes) lane.finisher.flush(); // finishes of this turn go now, not after the connection closed
+    this.source.interrupt();
     if (this.forced) this.giveUpJobs(this.forcedCloseReason());
     this.closeStep = 'the fetch loop (its moveToActive call)';
     if (started) await this.loop;
     this.closeStep = 'its running jobs to end';
     while (!this.forced && this.running > 0) await this.sleeper.sleep(Infinity);
     this.closeStep = 'the stalled sweep to stop';
-    await this.sweeper.stop();
+    await Promise.all(this.lanes.map((lane) => lane.sweeper.stop()));
     this.closeStep = 'the heartbeat to stop (a renewal in flight)';
-    await this.locks.close();
+    await Promise.all(this.lanes.map((lane) => lane.locks.close()));
     if (this.ownsLockManager) await this.lockManager.close();
     this.closeStep = 'its connection to close';
     if (this.ownsClient) await closeClient(this.client);
-    dropClient(this.blockingClient);
+    this.dropOwnConnections();
+  }
+
+  /** The connections a worker always owns: the marker's, or the wake channels'. */
+  private dropOwnConnections(): void {
+    if (this.blockingClient) dropClient(this.blockingClient);
+    this.waker?.close();
   }
 
   /** Why a close(true) aborts a running job's signal. */
@@ -277,7 +302,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   /** Aborts every running job's signal; the waits that wait for those jobs end now. */
   private giveUpJobs(reason: Error): void {
-    this.locks.abortAll(reason);
+    for (const lane of this.lanes) lane.locks.abortAll(reason);
     this.sleeper.wake();
   }
 
@@ -286,14 +311,17 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
    * Jobs, heartbeat, sweep and connections are given up now, without a word to Redis.
    */
   private abandon(): void {
-    const error = new CloseTimeoutError(this.name, this.id, this.options.closeTimeout, this.closeStep, this.locks.jobIds);
+    const held = this.lanes.flatMap((lane) => lane.locks.jobIds);
+    const error = new CloseTimeoutError(this.name, this.id, this.options.closeTimeout, this.closeStep, held);
     this.forced = true;
     this.giveUpJobs(error);
-    this.locks.abandon();
-    void this.sweeper.stop();
+    for (const lane of this.lanes) {
+      lane.locks.abandon();
+      void lane.sweeper.stop();
+    }
     if (this.ownsLockManager) void this.lockManager.close();
     if (this.ownsClient) dropClient(this.client);
-    dropClient(this.blockingClient);
+    this.dropOwnConnections();
     this.reportError(error);
   }
 
@@ -331,6 +359,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       void this.close();
       return;
     }
+    try {
+      await this.waker?.start();
+    } catch (error) {
+      if (this.isRunning()) {
+        this.reportError(error as Error);
+        void this.close();
+      }
+      return;
+    }
     let failures = 0;
     while (this.isRunning()) {
       if (this.state === 'paused' || this.running >= this.options.concurrency) {
@@ -340,21 +377,22 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       try {
         const token = uuid();
         const sentAt = Date.now();
+        let lane;
         let pickup;
         let sentTwice;
         this.fetching = true;
         try {
-          ({ pickup, sentTwice } = await this.fetcher.fetch(token));
+          ({ lane, pickup, sentTwice } = await this.source.fetch(token));
         } finally {
           this.fetching = false;
           this.sleeper.wake(); // a pause() may be waiting for this fetch
         }
         failures = 0;
         // Ours as much as pickup.job is (the same token locks them): run them, not strand them.
-        for (const job of sentTwice) this.startChain({ id: job.id, fields: job.fields, token, acquiredAt: sentAt });
+        for (const job of sentTwice) this.startChain(lane, { id: job.id, fields: job.fields, token, acquiredAt: sentAt });
         if (pickup.job) {
           this.idleEmitted = false;
-          this.startChain({ id: pickup.job.id, fields: pickup.job.fields, token, acquiredAt: sentAt });
+          this.startChain(lane, { id: pickup.job.id, fields: pickup.job.fields, token, acquiredAt: sentAt });
           continue;
         }
         if (!this.idleEmitted && this.running === 0) {
@@ -362,7 +400,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
           this.emitSafely('drained');
         }
         if (this.state !== 'running') continue; // paused or closing meanwhile: the loop's top decides
-        await this.fetcher.waitForWork(pickup);
+        await this.source.waitForWork();
       } catch (error) {
         if (!this.isRunning()) continue; // closing: the error is its dropped connection
         this.reportError(error as Error);
@@ -372,13 +410,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     }
   }
 
-  /** Runs a job and then each job fetch-next hands over, in one slot. */
-  private startChain(first: ActiveJob): void {
+  /** Runs a job and then each job fetch-next hands over (from the same lane), in one slot. */
+  private startChain(lane: WorkerLane, first: ActiveJob): void {
     this.running++;
     void (async () => {
       let current: ActiveJob | undefined = first;
+      let chained = 0;
+      const fetchNext = () => this.state === 'running' && this.source.mayChain(lane, chained++);
       try {
-        while (current && !this.forced) current = await this.runner.run(current, () => this.state === 'running');
+        while (current && !this.forced) current = await lane.runner.run(current, fetchNext);
       } catch (error) {
         this.reportError(error as Error);
       } finally {

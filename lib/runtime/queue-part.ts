@@ -1,0 +1,100 @@
+import { Keys, type JobState } from '../protocol/keys.js';
+import { autoIdPrefix, partitionQueueName } from '../protocol/partitions.js';
+import type { RedisClient } from '../protocol/script.js';
+import { ADD_BATCH, Scripts, type NewJob } from '../protocol/scripts.js';
+import { CallBatcher } from './call-batcher.js';
+import type { JobContext } from './job.js';
+
+export interface AddedJob {
+  jobId: string;
+  created: boolean;
+}
+
+/** States whose keys are lists (LRANGE, LLEN); the others are sorted sets. */
+export const LIST_STATES = new Set<JobState>(['wait', 'paused', 'active']);
+
+/**
+ * One hash tag of a queue: the whole queue when it has one partition, else partition `index` of
+ * it (`<name>#<index>`, lib/protocol/partitions.ts). Every script call and pipeline it makes stays
+ * in that one slot. The Queue spreads the work of a partitioned queue over its parts.
+ */
+export class QueuePart {
+  readonly keys: Keys;
+  readonly scripts: Scripts;
+  readonly context: JobContext;
+  /**
+   * add() calls made while another is in flight go together as one addJobs-9 call at the end of
+   * the turn: a burst of concurrent adds costs Redis one script call per 500 jobs, not one per
+   * job. A lone add (none in flight) is sent at once, so its latency is unchanged.
+   */
+  readonly adds: CallBatcher<NewJob, AddedJob>;
+
+  constructor(
+    readonly client: RedisClient,
+    name: string,
+    readonly index: number,
+    private readonly partitions: number,
+    prefix: string,
+    maxEvents: number,
+  ) {
+    this.keys = new Keys(partitionQueueName(name, index, partitions), prefix);
+    this.scripts = new Scripts(client, this.keys, maxEvents, autoIdPrefix(index, partitions));
+    const wake = partitions === 1 ? undefined : () => this.wake();
+    this.context = { queueName: name, keys: this.keys, scripts: this.scripts, client, wake };
+    this.adds = new CallBatcher<NewJob, AddedJob>(
+      (batch) => {
+        const sent = batch.length === 1 ? this.scripts.addJob(batch[0]).then((added) => [added]) : this.scripts.addJobs(batch);
+        return this.wakeAfter(sent);
+      },
+      ADD_BATCH,
+      (pending, inFlight) => pending === 1 && inFlight === 0,
+    );
+  }
+
+  /** Adds many jobs (addJobs-9, ADD_BATCH a call, pipelined), then wakes the partition's workers. */
+  async addJobs(jobs: NewJob[]): Promise<Array<AddedJob | Error>> {
+    return this.wakeAfter(this.scripts.addJobs(jobs));
+  }
+
+  /**
+   * Wakes the partition once the call that made the work has answered: a wake-up sent behind it on
+   * the wire would arrive first when the call is sent again as EVAL after a NOSCRIPT.
+   */
+  private wakeAfter<T>(call: Promise<T>): Promise<T> {
+    if (this.partitions === 1) return call;
+    return call.finally(() => this.wake());
+  }
+
+  /**
+   * Tells the workers of a partitioned queue that this partition may have work (SPUBLISH on its
+   * wake channel, once the call that made the work has answered). A plain
+   * queue's workers block on the marker instead: nothing is sent. Lost or failed, a wake-up only
+   * delays a worker until its next look at every partition (drainDelay).
+   */
+  wake(): void {
+    if (this.partitions === 1) return;
+    void this.client.spublish(this.keys.wake, '').catch(() => undefined);
+  }
+
+  /** The ids of one state, in the order getJobs answers (next to run first; newest finished first). */
+  idsQueued(pipeline: ReturnType<RedisClient['pipeline']>, state: JobState, start: number, end: number): void {
+    const key = this.keys.state(state);
+    if (LIST_STATES.has(state)) pipeline.lrange(key, -end - 1, -start - 1);
+    else if (state === 'completed' || state === 'failed') pipeline.zrevrange(key, start, end);
+    else pipeline.zrange(key, String(start), String(end));
+  }
+
+  /** The size of each state, in the order given. */
+  async counts(states: JobState[]): Promise<number[]> {
+    const pipeline = this.client.pipeline();
+    for (const state of states) {
+      if (LIST_STATES.has(state)) pipeline.llen(this.keys.state(state));
+      else pipeline.zcard(this.keys.state(state));
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([error, reply]) => {
+      if (error) throw error;
+      return reply as number;
+    });
+  }
+}
