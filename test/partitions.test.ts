@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { EchoMQOptionError, Queue, Worker } from '../lib/index.js';
 import { partitionOf } from '../lib/protocol/partitions.js';
-import { eventually, testConnection, uniqueQueueName, newClient } from './support/redis.js';
+import { eventually, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 
 const closers: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -77,10 +77,111 @@ describe('a partitioned queue', () => {
     const done: string[] = [];
     const w = worker(name, 4, (job) => void done.push(job.id), { drainDelay: 60 });
     await w.waitUntilReady();
-    await new Promise((r) => setTimeout(r, 300)); // the worker has looked everywhere and waits
+    await sleep(300); // the worker has looked everywhere and waits
     for (let i = 0; i < 4; i++) await q.add('x', {});
     await eventually(() => done.length === 4, 3000, 'adds to every partition woke the worker');
     await q.add('later', {}, { delay: 300 });
     await eventually(() => done.length === 5, 3000, 'the delayed job ran');
+  });
+});
+
+describe('a partitioned queue under load', () => {
+  it('starves no partition: a flooded one does not hold back another one\'s jobs', async () => {
+    const name = uniqueQueueName('part');
+    const q = queue(name, 4);
+    const flooded = 'flood';
+    const other = ['a', 'b', 'c', 'd', 'e', 'f'].find((k) => partitionOf(k, 4) !== partitionOf(flooded, 4))!;
+    await q.addBulk(Array.from({ length: 400 }, (_, n) => ({ name: 'f', data: { n }, opts: { partitionKey: flooded } })));
+    const order: string[] = [];
+    const w = worker(name, 4, async (job) => {
+      order.push(job.name);
+      await sleep(1);
+    }, { concurrency: 4, autorun: false });
+    void w.run();
+    await eventually(() => order.length >= 20, 10_000, 'the worker is busy with the flood');
+    await q.add('other', {}, { partitionKey: other });
+    await eventually(() => order.includes('other'), 10_000, 'the other partition\'s job ran');
+    // Taken within a few fetches of its add, not after the 400 jobs of the flood.
+    expect(order.indexOf('other')).toBeLessThan(200);
+  });
+
+  it('partitionConcurrency 1: this worker never runs two jobs of one partition at once', async () => {
+    const name = uniqueQueueName('part');
+    const q = queue(name, 3);
+    const runningPer = new Map<string, number>();
+    let overlap = 0;
+    let done = 0;
+    const w = worker(name, 3, async (job) => {
+      const key = job.id.split('-')[0];
+      runningPer.set(key, (runningPer.get(key) ?? 0) + 1);
+      if (runningPer.get(key)! > 1) overlap++;
+      await sleep(5);
+      runningPer.set(key, runningPer.get(key)! - 1);
+      done++;
+    }, { concurrency: 10, partitionConcurrency: 1 });
+    await w.waitUntilReady();
+    await q.addBulk(Array.from({ length: 60 }, (_, n) => ({ name: 'x', data: { n }, opts: { partitionKey: `k${n % 6}` } })));
+    await eventually(() => done === 60, 15_000, 'all 60 jobs run');
+    expect(overlap).toBe(0);
+    // ... and the partitions ran side by side: more than one job at a time overall.
+    expect(runningPer.size).toBeGreaterThan(1);
+  });
+
+  it('pause, resume, drain, clean and obliterate reach every partition', async () => {
+    const name = uniqueQueueName('part');
+    const q = queue(name, 4);
+    await q.pause();
+    expect(await q.isPaused()).toBe(true);
+    await q.addBulk(Array.from({ length: 8 }, (_, n) => ({ name: 'x', data: { n } })));
+    expect(await q.getJobCounts('paused', 'wait')).toEqual({ paused: 8, wait: 0 });
+    const done: string[] = [];
+    const w = worker(name, 4, (job) => void done.push(job.id));
+    await w.waitUntilReady();
+    await sleep(200);
+    expect(done).toEqual([]);
+    await q.resume();
+    expect(await q.isPaused()).toBe(false);
+    await eventually(() => done.length === 8, 5000, 'resumed jobs ran');
+    expect(new Set(done.map((id) => id.split('-')[0])).size).toBe(4);
+    const cleaned = await q.clean(0, 0, 'completed');
+    expect(cleaned.sort()).toEqual([...done].sort());
+    await w.close();
+    await q.addBulk(Array.from({ length: 8 }, (_, n) => ({ name: 'x', data: { n } })));
+    await q.drain();
+    expect(await q.getJobCounts('wait')).toEqual({ wait: 0 });
+    await q.add('y', {}, { delay: 60_000 });
+    await q.obliterate();
+    expect(await q.getJobCounts()).toEqual({ wait: 0, paused: 0, active: 0, prioritized: 0, delayed: 0, completed: 0, failed: 0 });
+  });
+
+  it('orders getJobs across partitions: oldest waiting first, newest finished first', async () => {
+    const name = uniqueQueueName('part');
+    const q = queue(name, 4);
+    const added = [];
+    for (let n = 0; n < 8; n++) {
+      added.push(await q.add('x', { n }));
+      await sleep(2);
+    }
+    const waiting = await q.getJobs('wait');
+    expect(waiting.map((job) => job.id)).toEqual(added.map((job) => job.id));
+    expect((await q.getJobs('waiting', 2, 4)).map((job) => job.id)).toEqual(added.slice(2, 5).map((job) => job.id));
+    expect(() => q.keys).toThrow(/partitionKeys/);
+  });
+
+  it('a job whose lock lapsed in one partition is swept back and completed there', async () => {
+    const name = uniqueQueueName('part');
+    const q = queue(name, 3);
+    const job = await q.add('x', {}, { partitionKey: 'p' });
+    const events: string[] = [];
+    const first = new Worker(name, async () => new Promise(() => undefined), {
+      connection: testConnection(), partitions: 3, lockDuration: 300, unsafeLockRenewTime: 10_000, stalledInterval: 200,
+    });
+    closers.push(() => first.close(true));
+    await eventually(async () => (await q.getJobCounts('active')).active === 1, 5000, 'the job is active');
+    await first.close(true);
+    const second = worker(name, 3, () => 'done', { lockDuration: 1000, stalledInterval: 200 });
+    second.on('stalled', (id) => events.push(`stalled ${id}`));
+    await eventually(async () => (await q.getJob(job.id))?.returnvalue === 'done', 10_000, 'the stalled job completed');
+    expect(events).toContain(`stalled ${job.id}`);
   });
 });

@@ -20,6 +20,8 @@ export interface JobSource {
   waitForWork(): Promise<void>;
   /** May a job's finish in `lane` take that lane's next job too, after `chained` jobs in a row there? */
   mayChain(lane: WorkerLane, chained: number): boolean;
+  /** A job of `lane` ended (its slot is free). */
+  freed(lane: WorkerLane): void;
   /** Ends a wait in progress (the worker paused); the next wait waits again. */
   stopWaiting(): void;
   /** Ends a wait in progress and every later one (the worker is closing). */
@@ -44,6 +46,10 @@ export class SingleLaneSource implements JobSource {
 
   mayChain(): boolean {
     return true;
+  }
+
+  freed(): void {
+    // The worker's own wait for a free slot is woken by the worker.
   }
 
   stopWaiting(): void {

@@ -74,6 +74,13 @@ export interface WorkerOptions {
   prefix?: string;
   /** The queue's partition count, as its Queue was given it (see QueueOptions.partitions). Default 1. */
   partitions?: number;
+  /**
+   * A partitioned queue: at most this many jobs of one partition run in this worker at once (ours;
+   * BullMQ Pro calls its kind "groups"). With 1, the jobs of one partitionKey run one at a time, in
+   * the order they were added, when this worker is the queue's only one (docs/cluster.md).
+   * Default: no bound but concurrency.
+   */
+  partitionConcurrency?: number;
   /** Jobs processed at once. Default 1. */
   concurrency?: number;
   /** Lock TTL in ms. Default 30,000. */
@@ -127,6 +134,7 @@ export const DEFAULTS = {
 export interface ResolvedWorkerOptions {
   prefix: string;
   partitions: number;
+  partitionConcurrency: number;
   concurrency: number;
   lockDuration: number;
   lockRenewTime: number;
@@ -169,6 +177,7 @@ export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOp
   return {
     prefix: prefixOf(opts.prefix),
     partitions: resolvePartitions(opts.partitions),
+    partitionConcurrency: opts.partitionConcurrency === undefined ? Infinity : positiveInt(opts.partitionConcurrency, 'partitionConcurrency', 1),
     concurrency: positiveInt(opts.concurrency, 'concurrency', DEFAULTS.concurrency),
     lockDuration,
     lockRenewTime,

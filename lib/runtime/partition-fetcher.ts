@@ -33,6 +33,8 @@ export class PartitionFetcher implements JobSource {
   constructor(
     private readonly lanes: WorkerLane[],
     private readonly drainDelayMs: number,
+    /** At most this many jobs of one partition run in this worker at once (partitionConcurrency). */
+    private readonly perPartition = Infinity,
   ) {
     this.lookAt = lanes.map(() => 0);
   }
@@ -57,7 +59,7 @@ export class PartitionFetcher implements JobSource {
     }
     for (let step = 0; step < count; step++) {
       const index = (this.cursor + step) % count;
-      if (this.lookAt[index] > Date.now()) continue;
+      if (this.lookAt[index] > Date.now() || this.full(index)) continue;
       // Infinity while the call runs: a wake-up that lands meanwhile sets it back to 0 and is kept.
       this.lookAt[index] = Infinity;
       const lane = this.lanes[index];
@@ -81,7 +83,11 @@ export class PartitionFetcher implements JobSource {
   async waitForWork(): Promise<void> {
     if (this.interrupted) return;
     const now = Date.now();
-    const until = Math.min(Math.min(...this.lookAt), this.lastFullLook + this.drainDelayMs);
+    let until = this.lastFullLook + this.drainDelayMs;
+    // A partition at its partitionConcurrency is looked at again when one of its jobs ends (freed()).
+    this.lookAt.forEach((at, index) => {
+      if (at < until && !this.full(index)) until = at;
+    });
     if (until <= now) return;
     await this.sleeper.sleep(until - now);
   }
@@ -90,6 +96,15 @@ export class PartitionFetcher implements JobSource {
     if (chained < FAIR_CHAIN) return true;
     const now = Date.now();
     return this.lookAt.every((at, index) => index === lane.index || at > now);
+  }
+
+  /** A job of `lane` ended: a partition held back by partitionConcurrency may be looked at again. */
+  freed(lane: WorkerLane): void {
+    if (lane.running + 1 >= this.perPartition) this.sleeper.wake();
+  }
+
+  private full(index: number): boolean {
+    return this.lanes[index].running >= this.perPartition;
   }
 
   stopWaiting(): void {

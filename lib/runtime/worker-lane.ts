@@ -42,6 +42,8 @@ export class WorkerLane {
   readonly sweeper: StalledSweeper;
   readonly finisher: FinishBatcher;
   readonly runner: JobRunner;
+  /** How many of this lane's jobs the worker runs now. */
+  running = 0;
   private readonly client: RedisClient;
 
   constructor(owner: LaneOwner, readonly index: number) {

@@ -153,7 +153,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (partitions === 1) {
       this.source = new SingleLaneSource(this.lanes[0]);
     } else {
-      const fetcher = new PartitionFetcher(this.lanes, this.options.drainDelay * 1000);
+      const fetcher = new PartitionFetcher(this.lanes, this.options.drainDelay * 1000, this.options.partitionConcurrency);
       this.source = fetcher;
       this.waker = new PartitionWaker(opts.connection, this.lanes.map((lane) => lane.keys.wake), (i) => fetcher.wake(i), () => fetcher.wakeAll());
     }
@@ -413,6 +413,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   /** Runs a job and then each job fetch-next hands over (from the same lane), in one slot. */
   private startChain(lane: WorkerLane, first: ActiveJob): void {
     this.running++;
+    lane.running++;
     void (async () => {
       let current: ActiveJob | undefined = first;
       let chained = 0;
@@ -423,6 +424,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         this.reportError(error as Error);
       } finally {
         this.running--;
+        lane.running--;
+        this.source.freed(lane);
         this.sleeper.wake();
       }
     })();
