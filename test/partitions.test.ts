@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { EchoMQOptionError, Queue, Worker } from '../lib/index.js';
+import { EchoMQOptionError, LockManager, Queue, Worker } from '../lib/index.js';
 import { partitionOf } from '../lib/protocol/partitions.js';
 import { eventually, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 
@@ -183,5 +183,38 @@ describe('a partitioned queue under load', () => {
     second.on('stalled', (id) => events.push(`stalled ${id}`));
     await eventually(async () => (await q.getJob(job.id))?.returnvalue === 'done', 10_000, 'the stalled job completed');
     expect(events).toContain(`stalled ${job.id}`);
+  });
+});
+
+describe('the heartbeat of a partitioned queue\'s worker', () => {
+  it('is one timer for every partition, and keeps jobs that outlive lockDuration', async () => {
+    const name = uniqueQueueName('part');
+    const q = queue(name, 4);
+    const lockManager = new LockManager();
+    closers.push(() => lockManager.close());
+    const renewedQueues = new Set<string>();
+    lockManager.renewed$.subscribe((event) => renewedQueues.add(event.queue));
+    const lost: string[] = [];
+    let running = 0;
+    let maxTimers = 0;
+    const w = new Worker(name, async () => {
+      running++;
+      await sleep(1500);
+      running--;
+    }, { connection: testConnection(), partitions: 4, concurrency: 8, lockDuration: 600, lockManager });
+    closers.push(() => w.close());
+    w.on('lockLost', (job) => lost.push(job.id));
+    await q.addBulk(Array.from({ length: 8 }, (_, n) => ({ name: 'x', data: { n } })));
+    await eventually(() => running === 8, 5000, 'eight jobs running over four partitions');
+    for (let i = 0; i < 10; i++) {
+      maxTimers = Math.max(maxTimers, lockManager.activeTimers);
+      await sleep(50);
+    }
+    await eventually(async () => (await q.getJobCounts('completed')).completed === 8, 10_000, 'all eight completed');
+    expect(maxTimers).toBe(1);
+    expect(lost).toEqual([]);
+    expect([...renewedQueues].sort()).toEqual([0, 1, 2, 3].map((i) => `${name}#${i}`));
+    expect(lockManager.workerIds).toEqual([w.id]);
+    expect(lockManager.trackedCount(w.id)).toBe(0);
   });
 });

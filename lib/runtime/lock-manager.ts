@@ -5,6 +5,7 @@ import type {
   HeartbeatErrorEvent, HeartbeatLateEvent, JobStalledEvent, LockAcquiredEvent, LockEvent,
   LockReleasedEvent, LockRenewalFailedEvent, LockRenewedEvent,
 } from './lock-events.js';
+import { SharedHeartbeat } from './heartbeat-timer.js';
 import { RenewalConnections } from './renewal-connections.js';
 import { validateHolder, WorkerLocks, type LockEmitter, type LockHolder } from './worker-locks.js';
 
@@ -68,15 +69,20 @@ export class LockManager {
 
   private closed = false;
 
-  /** Registers a worker (its timing is validated); its locks are tracked through the handle returned. Refused once closed. */
-  register(holder: LockHolder): WorkerLocks {
+  /**
+   * Registers a worker (its timing is validated); its locks are tracked through the handle returned.
+   * Refused once closed. `sameTimerAs`: a worker of a partitioned queue registers once per
+   * partition, each after the first on the first one's timer (one timer per worker).
+   */
+  register(holder: LockHolder, sameTimerAs?: WorkerLocks): WorkerLocks {
     if (this.closed) throw new Error(`this LockManager is closed: worker ${holder.workerId} would run jobs with no heartbeat`);
     // A worker of a partitioned queue registers once per partition (each is a queue of its own to the scripts).
     const entry = `${holder.workerId}\u0000${holder.queue}`;
     if (this.workers.has(entry)) throw new Error(`worker ${holder.workerId} is already registered with this LockManager for queue ${holder.queue}`);
     validateHolder(holder); // before it takes a share of a renewal connection
     const lease = this.renewalConnections.join(holder.client);
-    const locks = new WorkerLocks(holder, this.chunkSize, this.emitter(), lease, () => this.workers.delete(entry));
+    const timer = sameTimerAs?.sharedHeartbeat ?? new SharedHeartbeat(holder.lockRenewTime);
+    const locks = new WorkerLocks(holder, this.chunkSize, this.emitter(), lease, () => this.workers.delete(entry), timer);
     this.workers.set(entry, locks);
     return locks;
   }
@@ -100,9 +106,9 @@ export class LockManager {
 
   /** How many heartbeat timers are running now (at most one per registered worker). */
   get activeTimers(): number {
-    let count = 0;
-    for (const locks of this.workers.values()) if (locks.timerActive) count++;
-    return count;
+    const timers = new Set<unknown>();
+    for (const locks of this.workers.values()) if (locks.timerActive) timers.add(locks.sharedHeartbeat);
+    return timers.size;
   }
 
   /** Reports what a stalled sweep moved (called by the worker that ran it). */

@@ -46,7 +46,8 @@ export class WorkerLane {
   running = 0;
   private readonly client: RedisClient;
 
-  constructor(owner: LaneOwner, readonly index: number) {
+  /** `first`: the worker's first lane, whose heartbeat timer the others share (one timer per worker). */
+  constructor(owner: LaneOwner, readonly index: number, first?: WorkerLane) {
     const { options, client, partitions } = owner;
     this.client = client;
     const queue = partitionQueueName(owner.queueName, index, partitions);
@@ -57,7 +58,7 @@ export class WorkerLane {
     this.locks = owner.lockManager.register({
       workerId: owner.workerId, queue, scripts: this.scripts, client, lockDuration, lockRenewTime, heartbeatLateThreshold,
       allowLapsingRenewTime: lockRenewUnsafe,
-    });
+    }, first?.locks);
     this.fetcher = new Fetcher(this.scripts, client, owner.blockingClient, this.keys, options);
     this.sweeper = new StalledSweeper(this.scripts, client, this.keys, options, (result) => owner.onSwept(this, result), owner.onSweepError);
     const wake = partitions === 1 ? undefined : () => this.wake();

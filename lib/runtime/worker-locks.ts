@@ -8,7 +8,7 @@ import type {
   LockRenewalFailedEvent, LockRenewedEvent,
 } from './lock-events.js';
 import { assertRenewBelowLock } from './options.js';
-import { Periodic } from './periodic.js';
+import type { HeartbeatTimer, SharedHeartbeat } from './heartbeat-timer.js';
 import type { RenewalLease } from './renewal-connections.js';
 
 /** Why a job's signal was aborted: its lock lapsed (-2) or another token holds it (-6). */
@@ -131,7 +131,7 @@ const MIGRATION_SPLIT = /non local key/;
  */
 export class WorkerLocks {
   private readonly jobs = new Map<string, TrackedJob>();
-  private readonly heartbeat: Periodic;
+  private readonly heartbeat: HeartbeatTimer;
   private closed = false;
   private unregistered = false;
 
@@ -141,9 +141,11 @@ export class WorkerLocks {
     private readonly emit: LockEmitter,
     private readonly renewal: RenewalLease,
     private readonly onClose: () => void,
+    /** The worker's one timer; the WorkerLocks of its several partitions share it. */
+    readonly sharedHeartbeat: SharedHeartbeat,
   ) {
     // The LockManager validated the holder before it registered it (register() is the way in).
-    this.heartbeat = new Periodic(holder.lockRenewTime, (lateBy) => this.tick(lateBy), (error) => this.tickFailed(error));
+    this.heartbeat = sharedHeartbeat.join((lateBy) => this.tick(lateBy).catch((error: Error) => this.tickFailed(error)));
   }
 
   /** How many jobs it holds now. */

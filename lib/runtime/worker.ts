@@ -142,7 +142,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       running: () => this.running,
     };
     try {
-      for (let i = 0; i < partitions; i++) this.lanes.push(new WorkerLane(owner, i));
+      for (let i = 0; i < partitions; i++) this.lanes.push(new WorkerLane(owner, i, this.lanes[0]));
     } catch (error) {
       // Refused (a closed LockManager): nothing opened above may outlive the throw.
       void Promise.all(this.lanes.map((lane) => lane.locks.close()));
