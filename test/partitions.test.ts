@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { EchoMQOptionError, LockManager, Queue, Worker } from '../lib/index.js';
 import { partitionOf } from '../lib/protocol/partitions.js';
-import { eventually, sleep, testConnection, uniqueQueueName } from './support/redis.js';
+import { eventually, masters, newClient, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 
 const closers: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -216,5 +216,33 @@ describe('the heartbeat of a partitioned queue\'s worker', () => {
     expect([...renewedQueues].sort()).toEqual([0, 1, 2, 3].map((i) => `${name}#${i}`));
     expect(lockManager.workerIds).toEqual([w.id]);
     expect(lockManager.trackedCount(w.id)).toBe(0);
+  });
+});
+
+describe('the connections of a partitioned queue\'s worker', () => {
+  async function wakeSubscribersPerMaster(): Promise<number[]> {
+    const client = newClient();
+    try {
+      const nodes = await masters(client);
+      return await Promise.all(nodes.map(async (node) => {
+        const list = (await node.call('CLIENT', 'LIST')) as string;
+        return list.split('\n').filter((line) => / name=echomq:wake /.test(line)).length;
+      }));
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  it('listens on 16 partitions with at most one connection per node, and closes them', async () => {
+    const name = uniqueQueueName('part');
+    queue(name, 16);
+    const before = await wakeSubscribersPerMaster();
+    const w = worker(name, 16, () => undefined);
+    await w.waitUntilReady();
+    const during = await wakeSubscribersPerMaster();
+    const added = during.map((count, i) => count - before[i]);
+    expect(Math.max(...added)).toBe(1);
+    await w.close();
+    await eventually(async () => (await wakeSubscribersPerMaster()).every((count, i) => count === before[i]), 5000, 'the subscribers closed');
   });
 });

@@ -43,11 +43,17 @@ export function connectBlocking(input: ConnectionInput | undefined): RedisClient
 /**
  * A connection for a partitioned queue's wake channels (SSUBSCRIBE): a subscribed connection runs
  * nothing else. On a Cluster, ioredis keeps one subscriber per node (`shardedSubscribers`), so one
- * worker listens on every partition with one connection per node.
+ * worker listens on every partition with one connection per node. Named `<name or echomq>:wake`.
  */
 export function connectSubscriber(input: ConnectionInput | undefined): RedisClient {
-  if (input instanceof Cluster) return quiet(input.duplicate([], { shardedSubscribers: true }) as RedisClient);
-  return connectBlocking(input);
+  if (input instanceof Cluster) {
+    const named = `${input.options.redisOptions?.connectionName ?? 'echomq'}:wake`;
+    return quiet(input.duplicate([], { shardedSubscribers: true, redisOptions: { ...input.options.redisOptions, connectionName: named } }) as RedisClient);
+  }
+  if (input instanceof Redis) return quiet(input.duplicate({ ...RESILIENT, connectionName: `${input.options.connectionName ?? 'echomq'}:wake` }) as RedisClient);
+  const options: RedisOptions = typeof input === 'string' ? {} : { ...input };
+  const client = typeof input === 'string' ? new Redis(input, { ...RESILIENT, connectionName: 'echomq:wake' }) : new Redis({ ...options, ...RESILIENT, connectionName: `${options.connectionName ?? 'echomq'}:wake` });
+  return quiet(client);
 }
 
 /**
