@@ -41,6 +41,7 @@ export function clusterUnsupported() {
  * startReplicatedCluster({ masters = 3 }) → a cluster of `masters` masters with one replica each,
  * resolved once every node says cluster_state:ok and every replica's link is up and in sync:
  *   nodes            every node's { host, port } (startup nodes for an ioredis Cluster)
+ *   nodeTimeoutMs    cluster-node-timeout: no replica is promoted sooner after its master dies
  *   admin(port)      a plain Redis on one node (admin commands; closed by stop())
  *   masterOf(slot)   the port of the node serving `slot`, as the live nodes see it
  *   nodeId(port)     CLUSTER MYID of a node
@@ -143,5 +144,5 @@ export async function startReplicatedCluster({ masters = 3 } = {}) {
     throw error;
   }
   const nodes = ports.map((port) => ({ host: '127.0.0.1', port }));
-  return { ports, nodes, admin, masterOf, nodeId, kill, signal, replicaOf, waitForFailover, alive, stop };
+  return { ports, nodes, nodeTimeoutMs: NODE_TIMEOUT_MS, admin, masterOf, nodeId, kill, signal, replicaOf, waitForFailover, alive, stop };
 }
