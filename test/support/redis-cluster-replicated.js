@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { freePort } from './redis-process.js';
+import { freeClusterPort } from './redis-process.js';
 
 const run = promisify(execFile);
 const NODE_TIMEOUT_MS = 1000;
@@ -54,10 +54,7 @@ export function clusterUnsupported() {
 export async function startReplicatedCluster({ masters = 3 } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'echomq-cluster-rep-'));
   const ports = [];
-  while (ports.length < masters * 2) {
-    const port = await freePort();
-    if (!ports.includes(port)) ports.push(port);
-  }
+  while (ports.length < masters * 2) ports.push(await freeClusterPort(ports));
   const children = new Map();
   for (const port of ports) {
     const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
@@ -70,7 +67,9 @@ export async function startReplicatedCluster({ masters = 3 } = {}) {
   const admins = new Map();
   const admin = (port) => {
     let client = admins.get(port);
-    if (!client) {
+    // A client that gave up ('end': its node was not listening yet, or was killed) is replaced:
+    // without retries it never connects again, and the waits below would time out on it.
+    if (!client || client.status === 'end') {
       // No retries: a dead node answers with an error at once instead of holding the caller.
       client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: false });
       client.on('error', () => undefined);
