@@ -50,3 +50,46 @@ export async function restartRedis(ctx, downMs) {
   ctx.faults.push({ kind: 'redis restart', global: true, at: Date.now() });
   await ctx.redis.restart({ downMs });
 }
+
+/**
+ * kill -9 of the master that serves the queue's slot (ctx.cluster, ctx.slot) while a worker holds
+ * jobs, then waits for its replica to take over. With `behindMs`, the master first cuts its replica
+ * off (no resync allowed) and goes on acknowledging writes for at least that long, until a worker
+ * holds jobs again: the loss window of asynchronous replication, opened on purpose, with adds,
+ * pickups, renewals and finishes in it. Sets ctx.failover, which the failover checks read.
+ */
+export async function killQueueMaster(ctx, { behindMs = 0 } = {}) {
+  const { cluster, slot } = ctx;
+  await waitForHolder(ctx.fleet);
+  const dead = await cluster.masterOf(slot);
+  const replica = await cluster.replicaOf(dead);
+  let cutAt;
+  if (behindMs > 0) {
+    await cluster.admin(dead).call('ACL', 'SETUSER', 'default', '-psync', '-sync');
+    await cluster.admin(dead).call('CLIENT', 'KILL', 'TYPE', 'replica');
+    cutAt = Date.now();
+    await sleep(behindMs);
+    await waitForHolder(ctx.fleet, 5000);
+  }
+  const killedAt = Date.now();
+  ctx.faults.push({ kind: 'master kill -9', global: true, at: killedAt });
+  await cluster.kill(dead);
+  // cluster-node-timeout is short here (1000 ms), so the promotion comes by itself within seconds;
+  // on a slow machine it is forced (CLUSTER FAILOVER TAKEOVER on the replica) rather than waited for.
+  let promotion = 'automatic';
+  let failover;
+  try {
+    failover = await cluster.waitForFailover(slot, dead, 15_000);
+  } catch {
+    promotion = 'TAKEOVER';
+    await cluster.admin(replica).cluster('FAILOVER', 'TAKEOVER');
+    failover = await cluster.waitForFailover(slot, dead, 15_000);
+  }
+  ctx.failover = {
+    killedAt, cutAt, deadPort: dead, replicaPort: replica, newMasterPort: failover.port, promotion,
+    // Until cluster-node-timeout has passed no replica can have been promoted: every reply a worker
+    // got before then came from the dead master.
+    deadUntil: killedAt + cluster.nodeTimeoutMs,
+    failoverMs: Date.now() - killedAt,
+  };
+}

@@ -67,6 +67,14 @@ export class Fleet {
     clearTimeout(timer);
   }
 
+  /** kill -9 of every live worker at once, without waiting: the harness itself is being stopped. */
+  killAll() {
+    for (const member of this.alive) {
+      member.killedByHarness = true;
+      member.child.kill('SIGKILL');
+    }
+  }
+
   /** Processes that died without the harness killing them: crashes. */
   crashes() {
     return this.members.filter((m) => m.exit && !m.killedByHarness && (m.exit.code !== 0 || m.exit.signal));

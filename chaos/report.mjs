@@ -3,7 +3,7 @@
 const COLUMNS = [
   ['scenario', (r) => r.scenario],
   ['jobs', (r) => r.jobs],
-  ['lost', (r) => r.lost],
+  ['lost', (r) => (r.lostInWindow ? `${r.lost} (+${r.lostInWindow} in window)` : r.lost)],
   ['left', (r) => r.left],
   ['failed', (r) => r.failed],
   ['stale accepted', (r) => r.staleAccepted],
@@ -23,4 +23,15 @@ export function formatTable(rows) {
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (values) => `| ${values.map((v, i) => v.padEnd(widths[i])).join(' | ')} |`;
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+}
+
+/** The figures of a failover row that the table has no column for: the failover, the recovery, the causes. */
+export function formatFailover(row) {
+  const causes = Object.entries(row.causes).filter(([, n]) => n > 0).map(([cause, n]) => `${n} ${cause}`).join(', ') || 'none';
+  return [
+    `  failover: ${row.promotion} promotion, cluster ok ${row.failoverMs} ms after the kill; first completion on the new master after ${row.firstCompletionMs} ms, ` +
+      `every worker completing again after ${row.workersRecoveredMs ?? 'never'} ms; ${row.heldAtKill} jobs held at the kill, rerun within ${row.maxRecoveryMs ?? '-'} ms (bound ${row.recoveryBoundMs})`,
+    `  jobs ${row.jobs}: ${row.completed} completed, ${row.lostInWindow} adds lost in the window, ${row.lost} lost otherwise; ` +
+      `second runs ${row.duplicates} (${causes}; untraced ${row.untraced}), completed twice ${row.completedTwice}, attemptsStarted repeated ${row.fenceRepeated}, late results refused ${row.refused}, worker 'error' events ${row.workerErrors}`,
+  ].join('\n');
 }

@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-process.js';
 import { checkScenario } from './checks.mjs';
 import { Fleet } from './fleet.mjs';
+import { onInterrupt } from './interrupt.mjs';
 import { readLedgers } from './ledger.mjs';
 import { sleep } from './faults.mjs';
 import { FREEZE_MS, TIMING } from './scenarios.mjs';
@@ -33,6 +34,11 @@ export async function runScenario(scenario, profile, libPath) {
       workerOptions: { concurrency: profile.concurrency, drainDelay: 1, maxStalledCount: 1000, ...TIMING },
     },
   });
+  const forget = onInterrupt(async () => {
+    fleet.killAll();
+    await redis.stop();
+    if (!process.env.CHAOS_KEEP) rmSync(dir, { recursive: true, force: true });
+  });
   try {
     for (let i = 0; i < profile.workers; i++) await fleet.spawnWorker();
     const ids = planJobs(profile, scenario.blocking ? profile.blockJobs : 0);
@@ -46,6 +52,7 @@ export async function runScenario(scenario, profile, libPath) {
       ...checkScenario({ ids: ids.map((j) => j.id), ...state, records: readLedgers(fleet.members), faults: ctx.faults, crashes: fleet.crashes(), timing: TIMING }),
     };
   } finally {
+    forget();
     await fleet.stopAll(2000);
     await queue.close().catch(() => undefined);
     admin.disconnect();
@@ -55,7 +62,7 @@ export async function runScenario(scenario, profile, libPath) {
 }
 
 /** The jobs of one run: custom ids, so that an add resent after a cut connection stays one job. */
-function planJobs(profile, blockJobs) {
+export function planJobs(profile, blockJobs) {
   const [min, max] = profile.workMs;
   return Array.from({ length: profile.jobs }, (_, n) => ({
     id: `job-${n}`,
@@ -65,16 +72,21 @@ function planJobs(profile, blockJobs) {
   }));
 }
 
-/** Adds the jobs in waves, so that there is load while the faults land. */
-async function produce(queue, jobs, profile) {
+/**
+ * Adds the jobs in waves, so that there is load while the faults land; `ackedAt` gets the time
+ * each job's add was acknowledged (a failover can lose an add acknowledged just before it).
+ */
+export async function produce(queue, jobs, profile, ackedAt = new Map()) {
   const size = Math.ceil(jobs.length / profile.waves);
   for (let i = 0; i < jobs.length; i += size) {
-    await queue.addBulk(jobs.slice(i, i + size).map((j) => ({ name: 'chaos', data: j.data, opts: { jobId: j.id } })));
+    const wave = jobs.slice(i, i + size);
+    await queue.addBulk(wave.map((j) => ({ name: 'chaos', data: j.data, opts: { jobId: j.id } })));
+    for (const j of wave) ackedAt.set(j.id, Date.now());
     await sleep(profile.waveGapMs);
   }
 }
 
-async function waitForReady(member, timeoutMs = 20_000) {
+export async function waitForReady(member, timeoutMs = 20_000) {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (member.exit) throw new Error(`chaos worker ${member.name} exited before it was ready: ${JSON.stringify(member.exit)}`);
@@ -95,7 +107,7 @@ async function drain(admin, queue, total, timeoutMs) {
 }
 
 /** What Redis holds at the end: each job's hash, where it finished, and what is left in the ready states. */
-async function readState(admin, queue, ids) {
+export async function readState(admin, queue, ids) {
   const pipeline = admin.pipeline();
   for (const id of ids) pipeline.hgetall(queue.keys.job(id));
   const hashes = (await pipeline.exec()).map(([, hash]) => (Object.keys(hash).length ? hash : undefined));

@@ -1,13 +1,17 @@
 #!/usr/bin/env node
 // npm run chaos: runs every scenario (or those named with --only) against the built library and
-// prints the table. Exit code 1 when any check failed.
+// prints the table. Exit code 1 when any check failed. The failover scenarios need redis-cli and
+// Redis 5+ for their cluster; without them they are skipped, with the reason printed.
 //   node chaos/run.mjs [--profile ci|full] [--lib path/to/index.js] [--only name,...] [--json out.json]
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { violations } from './checks.mjs';
-import { formatTable } from './report.mjs';
+import { failoverViolations } from './failover-checks.mjs';
+import { undoOnSignals } from './interrupt.mjs';
+import { formatFailover, formatTable } from './report.mjs';
+import { runFailoverScenario } from './run-failover.mjs';
 import { runScenario } from './run-scenario.mjs';
 import { PROFILES, SCENARIOS, TIMING } from './scenarios.mjs';
 
@@ -30,15 +34,23 @@ console.log(`chaos profile ${values.profile}: ${profile.workers} worker processe
 // redis-process.js unrefs its redis-server child: without a ref'd handle, awaiting its exit would
 // leave the event loop empty and end this script mid-await.
 const keepAlive = setInterval(() => undefined, 1000);
+undoOnSignals();
 const rows = [];
 for (const scenario of scenarios) {
   const started = Date.now();
-  const row = await runScenario(scenario, profile, libPath);
+  const row = scenario.cluster ? await runFailoverScenario(scenario, profile, libPath) : await runScenario(scenario, profile, libPath);
+  if (row.skipped) {
+    console.log(`${scenario.name}: skipped (${row.skipped})`);
+    continue;
+  }
   // Overlapping faults (a kill while Redis restarts) add up, so the bound holds per single fault.
-  row.problems = violations(row, { expectRefusals: /SIGSTOP|blocking/.test(scenario.name), boundRecovery: !scenario.mixed });
+  row.problems = scenario.cluster
+    ? failoverViolations(row)
+    : violations(row, { expectRefusals: /SIGSTOP|blocking/.test(scenario.name), boundRecovery: !scenario.mixed });
   row.seconds = Math.round((Date.now() - started) / 100) / 10;
   rows.push(row);
   console.log(`${scenario.name}: ${row.problems.length ? 'FAIL ' + row.problems.join('; ') : 'ok'} (${row.seconds} s)`);
+  if (scenario.cluster) console.log(formatFailover(row));
 }
 clearInterval(keepAlive);
 console.log('\n' + formatTable(rows));

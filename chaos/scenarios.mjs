@@ -1,6 +1,6 @@
 // The scenarios (one fault each, and all mixed) and the two profiles: `ci` runs inside npm test,
 // `full` is what `npm run chaos` runs by default.
-import { killConnections, killHolder, pauseHolder, restartRedis, sleep } from './faults.mjs';
+import { killConnections, killHolder, killQueueMaster, pauseHolder, restartRedis, sleep } from './faults.mjs';
 
 /** Lock timings shared by both profiles: short, so that lapses and sweeps happen within seconds. */
 export const TIMING = { lockDuration: 2000, lockRenewTime: 1000, stalledInterval: 1500 };
@@ -38,5 +38,15 @@ export const SCENARIOS = [
       repeat(p.rounds * 2, 700, () => killConnections(ctx)),
       repeat(1, 2500, () => restartRedis(ctx, 500)),
     ]),
+  },
+  // On a Redis Cluster of its own (three masters, a replica each; chaos/run-failover.mjs): the
+  // master serving the queue's slot dies under load and its replica is promoted; the workers are
+  // not restarted. The second variant first cuts the replica off for 300 ms, so that writes the
+  // master acknowledged are lost with it, as asynchronous replication allows.
+  { name: 'failover (kill -9 of the queue master)', cluster: true, inject: (ctx, p) => sleep(p.waveGapMs * 2).then(() => killQueueMaster(ctx)) },
+  {
+    name: 'failover (replica behind)',
+    cluster: true,
+    inject: (ctx, p) => sleep(p.waveGapMs * 2).then(() => killQueueMaster(ctx, { behindMs: 300 })),
   },
 ];

@@ -30,13 +30,13 @@ export function explainRedisError(error: unknown, action: string): unknown {
  * the policy is then simply not checked.
  */
 export async function evictionPolicyWarning(client: RedisClient): Promise<string | undefined> {
-  let replies: unknown[];
+  let replies: Array<ServerReply<unknown>>;
   try {
-    replies = await Promise.all((await servers(client)).map((server) => server.config('GET', 'maxmemory-policy')));
+    replies = await askEveryServer(client, (server) => server.config('GET', 'maxmemory-policy'));
   } catch {
     return undefined;
   }
-  for (const reply of replies) {
+  for (const { reply } of replies) {
     const pairs = reply as string[] | Record<string, string>;
     const policy = Array.isArray(pairs) ? pairs[1] : pairs?.['maxmemory-policy'];
     if (policy === undefined || policy === 'noeviction') continue;
@@ -46,16 +46,37 @@ export async function evictionPolicyWarning(client: RedisClient): Promise<string
   return undefined;
 }
 
+/** One server's answer to a server-wide question, with the server named for messages (host:port). */
+export interface ServerReply<T> {
+  server: string;
+  reply: T;
+}
+
+/**
+ * Asks `ask` of every server behind `client` at once (see servers()); rejects as soon as one of
+ * them rejects, so a caller decides at one place what an unanswered question means.
+ */
+async function askEveryServer<T>(client: RedisClient, ask: (server: Redis | Cluster) => Promise<T>): Promise<Array<ServerReply<T>>> {
+  return Promise.all((await servers(client)).map(async (server) => ({ server: serverName(server), reply: await ask(server) })));
+}
+
 /**
  * The servers a server-wide check asks: the connection itself, or every master of a Cluster (a
- * keyless command such as CONFIG GET goes to one node of a Cluster, and any master may hold a
- * queue's slot). A Cluster knows its masters once it has loaded its slots: the PING waits for that.
+ * keyless command such as CONFIG GET or INFO goes to one node of a Cluster, and any master may hold
+ * a queue's slot). A Cluster knows its masters once it has loaded its slots: the PING waits for that.
  */
 async function servers(client: RedisClient): Promise<Array<Redis | Cluster>> {
   if (!(client instanceof Cluster)) return [client];
   await client.ping();
   const masters = client.nodes('master');
   return masters.length > 0 ? masters : [client];
+}
+
+/** host:port of a node (or its unix socket path); a Cluster with no masters known is named "cluster". */
+function serverName(server: Redis | Cluster): string {
+  if (server instanceof Cluster) return 'cluster';
+  const { host, port, path } = server.options;
+  return path ? path : `${host}:${port}`;
 }
 
 /** The oldest Redis the scripts run on: the batch pickup pops with RPOP and a count (6.2). */
@@ -67,21 +88,41 @@ export class RedisVersionError extends Error {
 }
 
 /**
- * Why this Redis is too old for the scripts, or undefined when it is recent enough (or INFO is
- * not allowed, as for some ACL users: then it is not checked). Below 6.2 a batched finish would
- * fail at its pickup on every burst.
+ * Why this Redis is too old for the scripts, or undefined when it is recent enough. On a Cluster
+ * every master is read: a cluster mid-upgrade may hold the queue's slot (now, or after a reshard)
+ * on its one old master. A server that does not allow INFO (some ACL users) is not checked. Below
+ * 6.2 a batched finish would fail at its pickup on every burst.
  */
 export async function redisVersionError(client: RedisClient): Promise<RedisVersionError | undefined> {
-  let info: string;
+  let replies: Array<ServerReply<string | undefined>>;
   try {
-    info = await client.info('server');
+    replies = await askEveryServer(client, (server) => server.info('server').catch(() => undefined));
   } catch {
-    return undefined;
+    return undefined; // no server list (the Cluster could not load its slots): nothing to judge
   }
+  return versionErrorOf(replies);
+}
+
+/** A Redis version as [major, minor], from an INFO server reply; undefined when it has none. */
+export function parseRedisVersion(info: string): [number, number] | undefined {
   const found = /redis_version:(\d+)\.(\d+)/.exec(info);
-  if (!found) return undefined;
-  const [major, minor] = [Number(found[1]), Number(found[2])];
-  if (major > MIN_REDIS_VERSION[0] || (major === MIN_REDIS_VERSION[0] && minor >= MIN_REDIS_VERSION[1])) return undefined;
-  return new RedisVersionError(`EchoMQ needs Redis ${MIN_REDIS_VERSION.join('.')} or later, this one is ${major}.${minor}: ` +
+  return found ? [Number(found[1]), Number(found[2])] : undefined;
+}
+
+/**
+ * The RedisVersionError for these INFO server replies (one per server, undefined where INFO was
+ * refused), naming every server older than MIN_REDIS_VERSION, oldest first; undefined when none is.
+ * Pure: a cluster of mixed versions can be judged without one.
+ */
+export function versionErrorOf(replies: Array<ServerReply<string | undefined>>): RedisVersionError | undefined {
+  const [needMajor, needMinor] = MIN_REDIS_VERSION;
+  const tooOld = replies
+    .map(({ server, reply }) => ({ server, version: reply === undefined ? undefined : parseRedisVersion(reply) }))
+    .filter((found): found is { server: string; version: [number, number] } => found.version !== undefined)
+    .filter(({ version: [major, minor] }) => major < needMajor || (major === needMajor && minor < needMinor))
+    .sort((a, b) => a.version[0] - b.version[0] || a.version[1] - b.version[1]);
+  if (tooOld.length === 0) return undefined;
+  const which = tooOld.map(({ server, version }) => `${server} runs ${version.join('.')}`).join(', ');
+  return new RedisVersionError(`EchoMQ needs Redis ${MIN_REDIS_VERSION.join('.')} or later, and ${which}: ` +
     'its scripts pop several ready jobs with RPOP and a count. The worker closed without taking a job');
 }

@@ -4,6 +4,8 @@ import type { Redis } from 'ioredis';
 export interface ReplicatedCluster {
   ports: number[];
   nodes: Array<{ host: string; port: number }>;
+  /** cluster-node-timeout: no replica is promoted sooner after its master dies. */
+  nodeTimeoutMs: number;
   admin(port: number): Redis;
   masterOf(slot: number): Promise<number>;
   nodeId(port: number): Promise<string>;

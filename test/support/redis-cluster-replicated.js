@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { freePort } from './redis-process.js';
+import { freeClusterPort } from './redis-process.js';
 
 const run = promisify(execFile);
 const NODE_TIMEOUT_MS = 1000;
@@ -41,6 +41,7 @@ export function clusterUnsupported() {
  * startReplicatedCluster({ masters = 3 }) → a cluster of `masters` masters with one replica each,
  * resolved once every node says cluster_state:ok and every replica's link is up and in sync:
  *   nodes            every node's { host, port } (startup nodes for an ioredis Cluster)
+ *   nodeTimeoutMs    cluster-node-timeout: no replica is promoted sooner after its master dies
  *   admin(port)      a plain Redis on one node (admin commands; closed by stop())
  *   masterOf(slot)   the port of the node serving `slot`, as the live nodes see it
  *   nodeId(port)     CLUSTER MYID of a node
@@ -53,10 +54,7 @@ export function clusterUnsupported() {
 export async function startReplicatedCluster({ masters = 3 } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'echomq-cluster-rep-'));
   const ports = [];
-  while (ports.length < masters * 2) {
-    const port = await freePort();
-    if (!ports.includes(port)) ports.push(port);
-  }
+  while (ports.length < masters * 2) ports.push(await freeClusterPort(ports));
   const children = new Map();
   for (const port of ports) {
     const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
@@ -69,7 +67,9 @@ export async function startReplicatedCluster({ masters = 3 } = {}) {
   const admins = new Map();
   const admin = (port) => {
     let client = admins.get(port);
-    if (!client) {
+    // A client that gave up ('end': its node was not listening yet, or was killed) is replaced:
+    // without retries it never connects again, and the waits below would time out on it.
+    if (!client || client.status === 'end') {
       // No retries: a dead node answers with an error at once instead of holding the caller.
       client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: false });
       client.on('error', () => undefined);
@@ -143,5 +143,5 @@ export async function startReplicatedCluster({ masters = 3 } = {}) {
     throw error;
   }
   const nodes = ports.map((port) => ({ host: '127.0.0.1', port }));
-  return { ports, nodes, admin, masterOf, nodeId, kill, signal, replicaOf, waitForFailover, alive, stop };
+  return { ports, nodes, nodeTimeoutMs: NODE_TIMEOUT_MS, admin, masterOf, nodeId, kill, signal, replicaOf, waitForFailover, alive, stop };
 }

@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './redis-process.js';
+import { freeClusterPort } from './redis-process.js';
 
 const run = promisify(execFile);
 const MASTERS = 3;
@@ -45,11 +45,7 @@ async function waitFor(check, what, timeoutMs = 15000) {
 export async function startCluster() {
   const dir = mkdtempSync(join(tmpdir(), 'echomq-cluster-'));
   const ports = [];
-  for (let i = 0; i < MASTERS; i += 1) {
-    let port = await freePort();
-    while (ports.includes(port)) port = await freePort();
-    ports.push(port);
-  }
+  for (let i = 0; i < MASTERS; i += 1) ports.push(await freeClusterPort(ports));
   const children = ports.map((port) => {
     const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
       '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '5000',

@@ -12,5 +12,8 @@ export interface RedisProcess {
 /** A free TCP port on 127.0.0.1. */
 export function freePort(): Promise<number>;
 
+/** A free port for a Redis Cluster node, its bus port (port + 10000) free too, clear of `taken`. */
+export function freeClusterPort(taken?: number[]): Promise<number>;
+
 /** Starts a redis-server; `args` are extra command-line options (e.g. `['--maxmemory', '2mb']`). */
 export function startRedis(opts?: { port?: number; args?: string[] }): Promise<RedisProcess>;

@@ -18,6 +18,29 @@ export async function freePort() {
   });
 }
 
+/** Whether nothing listens on `port` of 127.0.0.1 now (it can be bound). */
+function canBind(port) {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free port for a Redis Cluster node, not in `taken`: a node also binds its cluster bus on
+ * port + 10000, so that one must be free too (and at most 65535), or the node exits at start.
+ */
+export async function freeClusterPort(taken = []) {
+  const clash = (port) => taken.some((t) => t === port || t === port + 10000 || t + 10000 === port);
+  for (let tries = 0; tries < 100; tries++) {
+    const port = await freePort();
+    if (port + 10000 <= 65535 && !clash(port) && (await canBind(port + 10000))) return port;
+  }
+  throw new Error('no free port pair (port, port + 10000) for a cluster node after 100 tries');
+}
+
 function ping(port) {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
