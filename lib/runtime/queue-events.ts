@@ -55,7 +55,8 @@ export interface QueueEventsListeners {
 /**
  * A partitioned queue's listeners also get the entry's `partition` (ours; BullMQ has no
  * partitions): a custom job id may name a job in two partitions, and a queue-wide event
- * (`paused`, `resumed`, `cleaned`) comes once from each partition it reached.
+ * (`paused`, `resumed`, `cleaned`, `drained`) comes once from each partition it reached.
+ * `drained`'s listener gets the entry id alone, as in BullMQ; its partition is on `events$`.
  */
 export type WithPartition<Fields> = Fields & { partition?: number };
 

@@ -27,7 +27,7 @@ export async function waitUntilFinished<Result>(
   jobId: string,
   timeoutMs?: number,
 ): Promise<Result> {
-  const partition = partitionOf(queueEvents, context, jobId);
+  const partition = streamOfJob(queueEvents, context, jobId);
   await queueEvents.waitUntilReady();
   let ended$ = queueEvents.events$.pipe(
     filter((entry) => entry.jobId === jobId && (entry.partition ?? 0) === partition
@@ -60,11 +60,12 @@ export async function waitUntilFinished<Result>(
 
 /**
  * The partition of `queueEvents` whose stream holds the job's events (0 for a plain queue), found
- * by the job's events key. A QueueEvents that reads no stream of the job's queue (another queue, or
- * the same name with another partition count) is refused: it would wait forever. Matching the
- * partition as well as the id keeps apart two jobs of one custom id in two partitions.
+ * by the job's events key. A QueueEvents that does not read that stream (another queue, the plain
+ * queue of the same name, a partition count too small to include the job's) is refused: it would
+ * wait forever. Matching the partition as well as the id keeps apart two jobs of one custom id in
+ * two partitions.
  */
-function partitionOf(queueEvents: QueueEvents, context: JobContext, jobId: string): number {
+function streamOfJob(queueEvents: QueueEvents, context: JobContext, jobId: string): number {
   const streams = queueEvents.partitionKeys.map((keys) => keys.events);
   const partition = streams.indexOf(context.keys.events);
   if (partition < 0) {
