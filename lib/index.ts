@@ -25,6 +25,7 @@ export {
   type QueueEvent,
   type QueueEventName,
   type QueueEventsListeners,
+  type WithPartition,
 } from './runtime/queue-events.js';
 export { LockManager, LockLostError, type LockManagerOptions } from './runtime/lock-manager.js';
 export {

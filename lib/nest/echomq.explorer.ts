@@ -15,6 +15,8 @@ export interface ProcessorDefinition {
   /** The decorated class. */
   target: Function;
   workerOptions: WorkerDefaults;
+  /** The decorator's `partitions`, if it gave one (the registered queue's count otherwise). */
+  partitions?: number;
   wrapper: InstanceWrapper;
   /** Request- or transient-scoped: resolved afresh for every job. */
   scoped: boolean;
@@ -64,7 +66,7 @@ export class EchoMQExplorer implements OnModuleInit {
     const metatype = candidates.find((c): c is Function => typeof c === 'function' && this.accessor.processorOptions(c) !== undefined);
     if (!metatype) return undefined;
     const options = this.accessor.processorOptions(metatype)!;
-    const { name, configKey, scope: _scope, ...workerOptions } = options;
+    const { name, configKey, partitions, scope: _scope, ...workerOptions } = options;
     const className = metatype.name;
     const definition: ProcessorDefinition = {
       queueName: name,
@@ -72,6 +74,7 @@ export class EchoMQExplorer implements OnModuleInit {
       className,
       target: metatype,
       workerOptions,
+      partitions,
       wrapper,
       scoped: !wrapper.isNotMetatype && (wrapper.isTransient || !wrapper.isDependencyTreeStatic()),
       handlers: new Map(),

@@ -5,7 +5,7 @@ import type { JobOptions, QueueOptions, WorkerOptions } from '../runtime/options
 /** The worker settings a root configuration or a @Processor may set (runtime defaults otherwise). */
 export type WorkerDefaults = Pick<WorkerOptions,
   'concurrency' | 'lockDuration' | 'lockRenewTime' | 'stalledInterval' | 'maxStalledCount' |
-  'drainDelay' | 'limiter' | 'heartbeatLateThreshold' | 'maxEvents' | 'closeTimeout'>;
+  'drainDelay' | 'limiter' | 'heartbeatLateThreshold' | 'maxEvents' | 'closeTimeout' | 'partitionConcurrency'>;
 
 /** Options of one root configuration (forRoot / forRootAsync): one Redis, one prefix. */
 export interface EchoMQRootOptions {
@@ -42,8 +42,12 @@ export interface EchoMQModuleAsyncOptions extends AsyncFactory<EchoMQRootOptions
   configKey?: string;
 }
 
-/** Per-queue settings; connection and prefix come from the queue's configuration. */
-export type QueueSettings = Pick<QueueOptions, 'defaultJobOptions' | 'maxEvents' | 'maxDataSize'>;
+/**
+ * Per-queue settings; connection and prefix come from the queue's configuration. `partitions`
+ * spreads the queue over that many hash tags (docs/cluster.md); its @Processor's worker takes the
+ * same count.
+ */
+export type QueueSettings = Pick<QueueOptions, 'defaultJobOptions' | 'maxEvents' | 'maxDataSize' | 'partitions'>;
 
 /** registerQueue's options for one queue. */
 export interface RegisterQueueOptions extends QueueSettings {
@@ -68,6 +72,11 @@ export interface ProcessorOptions extends WorkerDefaults {
   name: string;
   /** The root configuration whose Redis it reads. Default `default`. */
   configKey?: string;
+  /**
+   * The queue's partition count. Default: the count the queue was registered with
+   * (registerQueue), else 1; a count other than the registered queue's is refused at init.
+   */
+  partitions?: number;
   /** Scope.REQUEST or Scope.TRANSIENT: a fresh instance (with the job as its request) per job. */
   scope?: Scope;
 }

@@ -34,3 +34,10 @@ export const WORKERS_CLOSED = () =>
 
 export const INVALID_PROCESSOR_OPTIONS = (processor: string, detail: string) =>
   `EchoMQ: processor ${processor}: ${detail}`;
+
+export const PROCESSOR_PARTITIONS_MISMATCH = (processor: string, queue: string, given: number, registered: number) =>
+  `processor ${processor} gives ${given} for queue "${queue}", which is registered with ${registered}; ` +
+  'a worker with another count would miss partitions or read ones no job goes to: give the same count, or leave it out to take the queue\'s';
+
+export const QUEUE_PARTITIONS_CONFLICT = (queue: string, first: number, second: number) =>
+  `queue "${queue}" is registered with ${first} and with ${second}; every registration of one queue gives the same count`;

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
+import { EchoMQOptionError } from '../protocol/errors.js';
+import { resolvePartitions } from '../protocol/partitions.js';
 import { Queue } from '../runtime/queue.js';
 import { ConfigRegistry } from './config.registry.js';
 import { DEFAULT_CONFIG_KEY } from './echomq.constants.js';
 import type { QueueSettings } from './echomq.interfaces.js';
-import { QUEUE_CONFIG_CONFLICT } from './echomq.messages.js';
+import { QUEUE_CONFIG_CONFLICT, QUEUE_PARTITIONS_CONFLICT } from './echomq.messages.js';
 
 /** One Queue per name for the whole app, however many modules register it. */
 @Injectable()
@@ -17,6 +19,11 @@ export class QueueRegistry {
     const existing = this.queues.get(name);
     if (existing) {
       if (existing.configKey !== configKey) throw new Error(QUEUE_CONFIG_CONFLICT(name, existing.configKey, configKey));
+      // The count decides where jobs go: two registrations that differ would depend on which module ran first.
+      const partitions = resolvePartitions(settings.partitions);
+      if (partitions !== existing.queue.partitions) {
+        throw new EchoMQOptionError('partitions', QUEUE_PARTITIONS_CONFLICT(name, existing.queue.partitions, partitions));
+      }
       return existing.queue;
     }
     const { options, client } = this.configs.get(configKey, `queue "${name}"`);
@@ -33,6 +40,11 @@ export class QueueRegistry {
   /** The registered queue `name`, if any. */
   get(name: string): Queue | undefined {
     return this.queues.get(name)?.queue;
+  }
+
+  /** The registered queue `name` and its configuration key, if any. */
+  registration(name: string): { queue: Queue; configKey: string } | undefined {
+    return this.queues.get(name);
   }
 
   /** Closes every queue (their shared connections are closed by the ConfigRegistry). */

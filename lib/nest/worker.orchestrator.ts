@@ -1,9 +1,10 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
+import { EchoMQOptionError } from '../protocol/errors.js';
 import { LockManager } from '../runtime/lock-manager.js';
 import { Worker } from '../runtime/worker.js';
 import { ConfigRegistry } from './config.registry.js';
 import { EchoMQExplorer, type ProcessorDefinition } from './echomq.explorer.js';
-import { INVALID_PROCESSOR_OPTIONS, NOT_INITIALIZED, WORKERS_CLOSED } from './echomq.messages.js';
+import { INVALID_PROCESSOR_OPTIONS, NOT_INITIALIZED, PROCESSOR_PARTITIONS_MISMATCH, WORKERS_CLOSED } from './echomq.messages.js';
 import { ProcessorDispatcher } from './processor.dispatcher.js';
 import { QueueRegistry } from './queue.registry.js';
 
@@ -28,6 +29,8 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
   ) {}
 
   onApplicationBootstrap(): void {
+    // Every processor, started now or later by hand: a partition count at odds with its queue's is refused at init.
+    for (const definition of this.explorer.definitions) this.partitionsOf(definition);
     const automatic = this.explorer.definitions.filter((d) => this.configs.get(d.configKey, `processor ${d.className}`).options.startWorkers !== false);
     for (const definition of automatic) this.start(definition);
   }
@@ -72,15 +75,31 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
     await this.lockManager.close();
   }
 
+  /**
+   * The worker's partition count: the registered queue's (on the processor's configuration), which
+   * a count on @Processor may repeat but not contradict; else the decorator's, else 1.
+   */
+  private partitionsOf(definition: ProcessorDefinition): number | undefined {
+    const registered = this.queues.registration(definition.queueName);
+    if (registered === undefined || registered.configKey !== definition.configKey) return definition.partitions;
+    const { partitions } = registered.queue;
+    if (definition.partitions !== undefined && definition.partitions !== partitions) {
+      throw new EchoMQOptionError('partitions', PROCESSOR_PARTITIONS_MISMATCH(definition.className, definition.queueName, definition.partitions, partitions));
+    }
+    return partitions;
+  }
+
   private start(definition: ProcessorDefinition): Worker {
     const existing = this.workers.get(definition.queueName);
     if (existing) return existing;
     const { options, client } = this.configs.get(definition.configKey, `processor ${definition.className}`);
+    const partitions = this.partitionsOf(definition);
     let worker: Worker;
     try {
       worker = new Worker(definition.queueName, this.dispatcher.processorFor(definition), {
         ...options.worker,
         ...definition.workerOptions,
+        partitions,
         connection: client,
         prefix: options.prefix,
         lockManager: this.lockManager,

@@ -62,11 +62,27 @@ export function connectSubscriber(input: ConnectionInput | undefined): RedisClie
  * (an addBulk pipeline, a batch of finishes). Named `<source name or echomq>:heartbeat` in CLIENT LIST.
  */
 export function connectRenewal(source: RedisClient): RedisClient {
+  return duplicateNamed(source, 'heartbeat');
+}
+
+/**
+ * A QueueEvents' reading connection (XREAD BLOCK), as connectBlocking makes it, named
+ * `<connectionName or echomq>:events` in CLIENT LIST: a partitioned queue's QueueEvents holds one
+ * per partition on a Cluster, and they are told apart from the app's other connections by name.
+ */
+export function connectEventsReader(input: ConnectionInput | undefined): RedisClient {
+  if (isClient(input)) return duplicateNamed(input, 'events');
+  if (typeof input === 'string') return quiet(new Redis(input, { ...RESILIENT, connectionName: 'echomq:events' }));
+  return create({ ...input, connectionName: `${input?.connectionName ?? 'echomq'}:events` });
+}
+
+/** A duplicate of `source` with the same options, named `<source name or echomq>:<role>`. */
+function duplicateNamed(source: RedisClient, role: string): RedisClient {
   if (source instanceof Cluster) {
-    const named = `${source.options.redisOptions?.connectionName ?? 'echomq'}:heartbeat`;
+    const named = `${source.options.redisOptions?.connectionName ?? 'echomq'}:${role}`;
     return quiet(source.duplicate([], { redisOptions: { ...source.options.redisOptions, connectionName: named } }) as RedisClient);
   }
-  return quiet(source.duplicate({ ...RESILIENT, connectionName: `${source.options.connectionName ?? 'echomq'}:heartbeat` }) as RedisClient);
+  return quiet(source.duplicate({ ...RESILIENT, connectionName: `${source.options.connectionName ?? 'echomq'}:${role}` }) as RedisClient);
 }
 
 function create(input: RedisOptions | string | undefined): Redis {

@@ -67,6 +67,11 @@ export interface QueueEventsOptions {
   blockingTimeout?: number;
   /** Start reading on construction. Default true. */
   autorun?: boolean;
+  /**
+   * The queue's partition count, as its Queue was given it (see QueueOptions.partitions): it reads
+   * every partition's events stream. Default 1.
+   */
+  partitions?: number;
 }
 
 export interface WorkerOptions {
@@ -226,6 +231,7 @@ export function resolveQueueOptions(opts: QueueOptions = {}): ResolvedQueueOptio
 
 export interface ResolvedQueueEventsOptions {
   prefix: string;
+  partitions: number;
   blockingTimeout: number;
   autorun: boolean;
 }
@@ -234,6 +240,7 @@ export function resolveQueueEventsOptions(opts: QueueEventsOptions = {}): Resolv
   if (typeof opts !== 'object' || opts === null) throw new EchoMQOptionError('QueueEvents options', `must be an object, got ${describe(opts)}`);
   return {
     prefix: prefixOf(opts.prefix),
+    partitions: resolvePartitions(opts.partitions),
     blockingTimeout: positiveInt(opts.blockingTimeout, 'blockingTimeout', DEFAULTS.blockingTimeout),
     autorun: opts.autorun ?? true,
   };

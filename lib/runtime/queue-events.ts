@@ -1,10 +1,12 @@
 import { EventEmitter } from 'node:events';
 import { asError, reportOnErrorChannel } from './error-channel.js';
+import { Cluster } from 'ioredis';
 import { filter, Observable, Subject } from 'rxjs';
 import { Keys } from '../protocol/keys.js';
 import { assertQueueName } from '../protocol/names.js';
-import type { RedisClient } from '../protocol/script.js';
-import { connectBlocking, dropClient } from './connection.js';
+import { assertPartitionedName, partitionQueueNames } from '../protocol/partitions.js';
+import { connectEventsReader } from './connection.js';
+import { EventsReader, type EventsReaderOwner } from './events-reader.js';
 import { resolveQueueEventsOptions, type QueueEventsOptions } from './options.js';
 
 /** The names of the lifecycle events the scripts write to the stream. */
@@ -15,9 +17,12 @@ export type QueueEventName =
 /** One entry of the queue's events stream: its name, its job (when it has one) and its fields. */
 export interface QueueEvent {
   event: QueueEventName;
-  /** The stream entry id, `<ms>-<seq>`. */
+  /** The stream entry id, `<ms>-<seq>`; unique within one partition's stream only. */
   id: string;
+  /** The queue's name: a partitioned queue's own (`orders`), not its partition's (`orders#3`). */
   queue: string;
+  /** A partitioned queue's: the partition whose stream held the entry (absent for a plain queue). */
+  partition?: number;
   jobId: string;
   /** The other fields of the entry, as written (returnvalue and progress data are JSON). */
   fields: Record<string, string>;
@@ -31,21 +36,29 @@ export interface QueueEvent {
  * `delayed` of a retry, `reason` on `removed`) are passed on as written.
  */
 export interface QueueEventsListeners {
-  waiting: [args: { jobId: string; prev?: string; failedReason?: string }, id: string];
-  delayed: [args: { jobId: string; delay: number; failedReason?: string }, id: string];
-  active: [args: { jobId: string; prev?: string }, id: string];
-  progress: [args: { jobId: string; data: unknown }, id: string];
-  completed: [args: { jobId: string; returnvalue: unknown; prev?: string }, id: string];
-  failed: [args: { jobId: string; failedReason: string; prev?: string }, id: string];
-  stalled: [args: { jobId: string }, id: string];
-  removed: [args: { jobId: string; reason?: string }, id: string];
+  waiting: [args: WithPartition<{ jobId: string; prev?: string; failedReason?: string }>, id: string];
+  delayed: [args: WithPartition<{ jobId: string; delay: number; failedReason?: string }>, id: string];
+  active: [args: WithPartition<{ jobId: string; prev?: string }>, id: string];
+  progress: [args: WithPartition<{ jobId: string; data: unknown }>, id: string];
+  completed: [args: WithPartition<{ jobId: string; returnvalue: unknown; prev?: string }>, id: string];
+  failed: [args: WithPartition<{ jobId: string; failedReason: string; prev?: string }>, id: string];
+  stalled: [args: WithPartition<{ jobId: string }>, id: string];
+  removed: [args: WithPartition<{ jobId: string; reason?: string }>, id: string];
   drained: [id: string];
-  paused: [args: Record<string, never>, id: string];
-  resumed: [args: Record<string, never>, id: string];
-  cleaned: [args: { count: number }, id: string];
+  paused: [args: WithPartition<object>, id: string];
+  resumed: [args: WithPartition<object>, id: string];
+  cleaned: [args: WithPartition<{ count: number }>, id: string];
   /** Reading the stream failed (it is retried) or a listener threw. */
   error: [error: Error];
 }
+
+/**
+ * A partitioned queue's listeners also get the entry's `partition` (ours; BullMQ has no
+ * partitions): a custom job id may name a job in two partitions, and a queue-wide event
+ * (`paused`, `resumed`, `cleaned`, `drained`) comes once from each partition it reached.
+ * `drained`'s listener gets the entry id alone, as in BullMQ; its partition is on `events$`.
+ */
+export type WithPartition<Fields> = Fields & { partition?: number };
 
 /**
  * QueueEvents reads a queue's events stream with XREAD BLOCK on a connection of its own. Each
@@ -54,18 +67,27 @@ export interface QueueEventsListeners {
  * It starts from the stream's end when it is ready: events written before `waitUntilReady()`
  * resolved are not replayed.
  *
+ * With `partitions: n` it reads the n streams of a partitioned queue (`P:{Q#i}:events`) and emits
+ * their entries as one queue's, each with its `partition`. On one server one connection reads
+ * them all (one XREAD BLOCK over n streams); on a Cluster each partition has a connection of its
+ * own, since an XREAD of streams in several slots is refused (CROSSSLOT) and a blocked command
+ * holds its connection: n connections, named `<connectionName or echomq>:events` (EventsReader).
+ * Order holds within a partition only: entries of two partitions come in no defined order, and
+ * their stream ids (the listeners' `id`) may be equal. It is ready once every stream's end is
+ * fixed; a read failure is reported once per outage of each connection.
+ *
  * The constructor leaves no promise behind: a failure to start rejects `waitUntilReady()`, and
  * read failures go to the `error` event (to stderr while it has no listener); reading goes on.
+ * close() drops every connection it made.
  */
 export class QueueEvents extends EventEmitter<QueueEventsListeners> {
-  readonly keys: Keys;
-  private readonly client: RedisClient;
+  /** The keys of each partition, in partition order (one entry for a plain queue). */
+  readonly partitionKeys: readonly Keys[];
+  private readonly readers: EventsReader[];
   private readonly subject = new Subject<QueueEvent>();
-  private readonly blockingTimeout: number;
-  private lastId = '$';
   private state: 'idle' | 'running' | 'closed' = 'idle';
   private ready?: Promise<void>;
-  private loop?: Promise<void>;
+  private loop?: Promise<unknown>;
 
   /** Every event of the queue, as it is read. */
   readonly events$: Observable<QueueEvent> = this.subject.asObservable();
@@ -74,9 +96,14 @@ export class QueueEvents extends EventEmitter<QueueEventsListeners> {
     super();
     assertQueueName(name);
     const options = resolveQueueEventsOptions(opts);
-    this.keys = new Keys(name, options.prefix);
-    this.blockingTimeout = options.blockingTimeout;
-    this.client = connectBlocking(opts.connection);
+    const { partitions, prefix, blockingTimeout } = options;
+    assertPartitionedName(name, partitions);
+    this.partitionKeys = partitionQueueNames(name, partitions).map((queue) => new Keys(queue, prefix));
+    const streams = this.partitionKeys.map((keys, partition) => ({ key: keys.events, partition }));
+    const perPartition = partitions > 1 && opts.connection instanceof Cluster;
+    this.readers = perPartition
+      ? streams.map((stream) => new EventsReader(connectEventsReader(opts.connection), [stream], blockingTimeout, `the events of partition ${stream.partition}`))
+      : [new EventsReader(connectEventsReader(opts.connection), streams, blockingTimeout, 'its events')];
     if (options.autorun) {
       // Observed here, so it never rejects unhandled; callers see the failure through waitUntilReady().
       this.run().catch((error: unknown) => {
@@ -85,12 +112,28 @@ export class QueueEvents extends EventEmitter<QueueEventsListeners> {
     }
   }
 
+  /** The number of hash tags the queue is spread over (1 unless `partitions` was given). */
+  get partitions(): number {
+    return this.partitionKeys.length;
+  }
+
+  /** The queue's keys. A partitioned queue has a set per partition: see `partitionKeys`. */
+  get keys(): Keys {
+    if (this.partitionKeys.length > 1) throw new Error(`queue ${this.name} has ${this.partitionKeys.length} partitions, each with its own keys: use queueEvents.partitionKeys`);
+    return this.partitionKeys[0];
+  }
+
+  /** How many connections it reads on: 1, or on a Cluster one per partition. */
+  get connectionCount(): number {
+    return this.readers.length;
+  }
+
   /** The events of one name as an observable, e.g. `event$('completed')`. */
   event$(event: QueueEventName): Observable<QueueEvent> {
     return this.events$.pipe(filter((entry) => entry.event === event));
   }
 
-  /** Starts reading, if not started; resolves once the starting point of the stream is fixed. */
+  /** Starts reading, if not started; resolves once the starting point of every stream is fixed. */
   run(): Promise<void> {
     if (this.closed) return Promise.reject(new Error(`QueueEvents for queue ${this.name} is closed`));
     this.ready ??= this.start();
@@ -101,11 +144,11 @@ export class QueueEvents extends EventEmitter<QueueEventsListeners> {
     return this.run();
   }
 
+  /** Stops reading and drops every connection it made (each reader's). */
   async close(): Promise<void> {
     if (this.closed) return;
     this.state = 'closed';
-    // Dropped, not QUIT: its XREAD BLOCK would hold a QUIT until the block times out.
-    dropClient(this.client);
+    for (const reader of this.readers) reader.close();
     await this.loop?.catch(() => undefined);
     this.subject.complete();
   }
@@ -116,43 +159,23 @@ export class QueueEvents extends EventEmitter<QueueEventsListeners> {
 
   private async start(): Promise<void> {
     this.state = 'running';
-    let last: Array<[string, string[]]>;
-    try {
-      last = (await this.client.xrevrange(this.keys.events, '+', '-', 'COUNT', 1)) as typeof last;
-    } catch (error) {
-      if (this.closed) throw new Error(`QueueEvents for queue ${this.name} was closed before it was ready`, { cause: error });
+    // Every reader settles before the outcome is decided: a retry never races a start still in flight.
+    const started = await Promise.allSettled(this.readers.map((reader) => reader.start()));
+    const failed = started.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+    if (failed) {
+      if (this.closed) throw new Error(`QueueEvents for queue ${this.name} was closed before it was ready`, { cause: failed.reason });
       // Not started: a later waitUntilReady() tries again.
       this.state = 'idle';
       this.ready = undefined;
-      throw error;
+      throw failed.reason;
     }
     if (this.closed) return;
-    this.lastId = last[0]?.[0] ?? '0-0';
-    this.loop = this.read();
-  }
-
-  private async read(): Promise<void> {
-    let failing = false;
-    while (this.state === 'running') {
-      let reply: Array<[string, Array<[string, string[]]>]> | null;
-      try {
-        reply = (await this.client.xread('BLOCK', this.blockingTimeout, 'STREAMS', this.keys.events, this.lastId)) as typeof reply;
-        failing = false;
-      } catch (error) {
-        if (this.closed) return;
-        // Once per outage, not at every retry while Redis is away.
-        if (!failing) this.reportError(new Error(`QueueEvents for queue ${this.name} could not read its events (retrying): ${asError(error).message}`, { cause: error }));
-        failing = true;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        continue;
-      }
-      for (const [, entries] of reply ?? []) {
-        for (const [id, flat] of entries) {
-          this.lastId = id;
-          this.dispatch(toEvent(this.name, id, flat));
-        }
-      }
-    }
+    const owner: EventsReaderOwner = {
+      running: () => this.state === 'running',
+      entry: (stream, id, flat) => this.dispatch(toEvent(this.name, id, flat, this.partitions > 1 ? stream.partition : undefined)),
+      readFailed: (error, what) => this.reportError(new Error(`QueueEvents for queue ${this.name} could not read ${what} (retrying): ${error.message}`, { cause: error })),
+    };
+    this.loop = Promise.all(this.readers.map((reader) => reader.read(owner)));
   }
 
   /** Hands one entry to the observers and the listeners; a listener that throws is reported, never stops the loop. */
@@ -173,16 +196,19 @@ export class QueueEvents extends EventEmitter<QueueEventsListeners> {
   }
 }
 
-function toEvent(queue: string, id: string, flat: string[]): QueueEvent {
+function toEvent(queue: string, id: string, flat: string[], partition: number | undefined): QueueEvent {
   const fields: Record<string, string> = {};
   for (let i = 0; i < flat.length; i += 2) fields[flat[i]] = flat[i + 1];
   const { event, jobId, ...rest } = fields;
-  return { event: event as QueueEventName, id, queue, jobId: jobId ?? '', fields: rest };
+  const entry: QueueEvent = { event: event as QueueEventName, id, queue, jobId: jobId ?? '', fields: rest };
+  if (partition !== undefined) entry.partition = partition;
+  return entry;
 }
 
 /** BullMQ's listener argument: the fields as an object, the JSON and number ones parsed. */
 function listenerArgs(entry: QueueEvent): Record<string, unknown> {
   const args: Record<string, unknown> = entry.jobId ? { jobId: entry.jobId, ...entry.fields } : { ...entry.fields };
+  if (entry.partition !== undefined) args.partition = entry.partition;
   switch (entry.event) {
     case 'completed':
       args.returnvalue = parseJson(entry.fields.returnvalue);

@@ -27,12 +27,11 @@ export async function waitUntilFinished<Result>(
   jobId: string,
   timeoutMs?: number,
 ): Promise<Result> {
-  if (queueEvents.keys.events !== context.keys.events) {
-    throw new EchoMQOptionError('queueEvents', `reads the events of ${queueEvents.keys.events}, not those of job ${jobId}'s queue (${context.keys.events}); it would wait forever`);
-  }
+  const partition = streamOfJob(queueEvents, context, jobId);
   await queueEvents.waitUntilReady();
   let ended$ = queueEvents.events$.pipe(
-    filter((entry) => entry.jobId === jobId && (entry.event === 'completed' || entry.event === 'failed' || entry.event === 'removed')),
+    filter((entry) => entry.jobId === jobId && (entry.partition ?? 0) === partition
+      && (entry.event === 'completed' || entry.event === 'failed' || entry.event === 'removed')),
   );
   if (timeoutMs !== undefined) ended$ = ended$.pipe(rxTimeout(timeoutMs));
   const fromEvents = firstValueFrom(ended$).then(toOutcome);
@@ -57,6 +56,23 @@ export async function waitUntilFinished<Result>(
   if (outcome.kind === 'removed') gone(context, jobId, 'it was removed before it finished');
   if (outcome.kind === 'failed') throw new Error(outcome.reason);
   return fromJson<Result>(outcome.value) as Result;
+}
+
+/**
+ * The partition of `queueEvents` whose stream holds the job's events (0 for a plain queue), found
+ * by the job's events key. A QueueEvents that does not read that stream (another queue, the plain
+ * queue of the same name, a partition count too small to include the job's) is refused: it would
+ * wait forever. Matching the partition as well as the id keeps apart two jobs of one custom id in
+ * two partitions.
+ */
+function streamOfJob(queueEvents: QueueEvents, context: JobContext, jobId: string): number {
+  const streams = queueEvents.partitionKeys.map((keys) => keys.events);
+  const partition = streams.indexOf(context.keys.events);
+  if (partition < 0) {
+    const reads = streams.length === 1 ? streams[0] : `${streams.length} partitions' streams (${streams[0]} ... ${streams.at(-1)})`;
+    throw new EchoMQOptionError('queueEvents', `reads the events of ${reads}, not those of job ${jobId}'s queue (${context.keys.events}); it would wait forever`);
+  }
+  return partition;
 }
 
 function toOutcome(entry: QueueEvent): Outcome {
