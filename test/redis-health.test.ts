@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { RedisVersionError } from '../lib/index.js';
-import { MIN_REDIS_VERSION, parseRedisVersion, redisVersionError, versionErrorOf } from '../lib/runtime/redis-health.js';
+import { MIN_REDIS_VERSION, PARTITIONS_NEED, parseRedisVersion, redisVersionError, versionErrorOf } from '../lib/runtime/redis-health.js';
 import { masters, newClient, onCluster } from './support/redis.js';
 
 const info = (version: string) => `# Server\r\nredis_version:${version}\r\nredis_mode:cluster\r\n`;
@@ -18,6 +18,12 @@ describe('the Redis version check', () => {
     expect(error).toBeInstanceOf(RedisVersionError);
     expect(error?.message).toMatch(/needs Redis 6\.2 or later, and 10\.0\.0\.3:6379 runs 5\.0, 10\.0\.0\.2:6379 runs 6\.0: /);
     expect(error?.message).not.toMatch(/10\.0\.0\.[14]/);
+  });
+
+  it('asks 7.0 of a partitioned queue\'s servers (sharded pub/sub), naming the need', () => {
+    const replies = [{ server: 'a:1', reply: info('7.0.15') }, { server: 'b:2', reply: info('6.2.14') }];
+    expect(versionErrorOf(replies)).toBeUndefined();
+    expect(versionErrorOf(replies, PARTITIONS_NEED)?.message).toMatch(/needs Redis 7\.0 or later, and b:2 runs 6\.2: a partitioned queue wakes its workers with sharded pub\/sub/);
   });
 
   it('finds the one old master wherever it is in the list, and compares versions as numbers', () => {

@@ -82,6 +82,17 @@ function serverName(server: Redis | Cluster): string {
 /** The oldest Redis the scripts run on: the batch pickup pops with RPOP and a count (6.2). */
 export const MIN_REDIS_VERSION = [6, 2] as const;
 
+/** A version requirement: the oldest [major, minor] and what needs it, for the error. */
+export interface VersionNeed {
+  version: readonly [number, number];
+  because: string;
+}
+
+const SCRIPTS_NEED: VersionNeed = { version: MIN_REDIS_VERSION, because: 'its scripts pop several ready jobs with RPOP and a count' };
+
+/** A partitioned queue's workers listen for work with sharded pub/sub. */
+export const PARTITIONS_NEED: VersionNeed = { version: [7, 0], because: 'a partitioned queue wakes its workers with sharded pub/sub (SSUBSCRIBE, SPUBLISH)' };
+
 /** The Redis a worker connected to is older than MIN_REDIS_VERSION; the worker closes. */
 export class RedisVersionError extends Error {
   override readonly name = 'RedisVersionError';
@@ -93,14 +104,14 @@ export class RedisVersionError extends Error {
  * on its one old master. A server that does not allow INFO (some ACL users) is not checked. Below
  * 6.2 a batched finish would fail at its pickup on every burst.
  */
-export async function redisVersionError(client: RedisClient): Promise<RedisVersionError | undefined> {
+export async function redisVersionError(client: RedisClient, need: VersionNeed = SCRIPTS_NEED): Promise<RedisVersionError | undefined> {
   let replies: Array<ServerReply<string | undefined>>;
   try {
     replies = await askEveryServer(client, (server) => server.info('server').catch(() => undefined));
   } catch {
     return undefined; // no server list (the Cluster could not load its slots): nothing to judge
   }
-  return versionErrorOf(replies);
+  return versionErrorOf(replies, need);
 }
 
 /** A Redis version as [major, minor], from an INFO server reply; undefined when it has none. */
@@ -114,8 +125,8 @@ export function parseRedisVersion(info: string): [number, number] | undefined {
  * refused), naming every server older than MIN_REDIS_VERSION, oldest first; undefined when none is.
  * Pure: a cluster of mixed versions can be judged without one.
  */
-export function versionErrorOf(replies: Array<ServerReply<string | undefined>>): RedisVersionError | undefined {
-  const [needMajor, needMinor] = MIN_REDIS_VERSION;
+export function versionErrorOf(replies: Array<ServerReply<string | undefined>>, need: VersionNeed = SCRIPTS_NEED): RedisVersionError | undefined {
+  const [needMajor, needMinor] = need.version;
   const tooOld = replies
     .map(({ server, reply }) => ({ server, version: reply === undefined ? undefined : parseRedisVersion(reply) }))
     .filter((found): found is { server: string; version: [number, number] } => found.version !== undefined)
@@ -123,6 +134,6 @@ export function versionErrorOf(replies: Array<ServerReply<string | undefined>>):
     .sort((a, b) => a.version[0] - b.version[0] || a.version[1] - b.version[1]);
   if (tooOld.length === 0) return undefined;
   const which = tooOld.map(({ server, version }) => `${server} runs ${version.join('.')}`).join(', ');
-  return new RedisVersionError(`EchoMQ needs Redis ${MIN_REDIS_VERSION.join('.')} or later, and ${which}: ` +
-    'its scripts pop several ready jobs with RPOP and a count. The worker closed without taking a job');
+  return new RedisVersionError(`EchoMQ needs Redis ${need.version.join('.')} or later, and ${which}: ` +
+    `${need.because}. The worker closed without taking a job`);
 }

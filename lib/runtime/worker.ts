@@ -14,7 +14,7 @@ import { LockManager } from './lock-manager.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { PartitionFetcher } from './partition-fetcher.js';
 import { PartitionWaker } from './partition-waker.js';
-import { evictionPolicyWarning, redisVersionError } from './redis-health.js';
+import { evictionPolicyWarning, PARTITIONS_NEED, redisVersionError } from './redis-health.js';
 import { Sleeper } from './sleeper.js';
 import { redisSilentFor } from './redis-silence.js';
 import { WorkerLane, type LaneOwner } from './worker-lane.js';
@@ -353,7 +353,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   /** Fetches while there is a free slot; blocks on the marker when the queue has nothing ready. */
   private async fetchLoop(): Promise<void> {
-    const tooOld = await redisVersionError(this.client);
+    const tooOld = await redisVersionError(this.client, this.waker ? PARTITIONS_NEED : undefined);
     if (tooOld) {
       this.reportError(tooOld);
       void this.close();
