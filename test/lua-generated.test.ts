@@ -32,6 +32,7 @@ const SMOKE_ARGV: Record<string, (prefix: string) => string[]> = {
   'finishJobs-13.lua': (p) => [p, NOW, '100', '30000', '0', '0', '1', 'token', 'completed', '"ok"', '', '-1', '0', 'next-token', NOW],
   'moveStalledJobsToWait-8.lua': (p) => ['1', p, NOW, '30000'],
   'moveToActive-11.lua': (p) => [p, 'token', '30000', NOW, '100', '0', '0'],
+  'moveToActiveBounded-11.lua': (p) => [p, 'token', '30000', NOW, '100', '0', '0', '1'],
   'moveToFinished-14.lua': (p) => ['1', 'token', NOW, 'completed', '"ok"', '', '-1', '0', '1', p, 'next-token', '30000', '100', '0', '0'],
   'obliterate-2.lua': (p) => [p, '1'],
   'pause-6.lua': () => ['pause', '100'],

@@ -105,26 +105,35 @@ describe('a partitioned queue under load', () => {
     expect(order.indexOf('other')).toBeLessThan(200);
   });
 
-  it('partitionConcurrency 1: this worker never runs two jobs of one partition at once', async () => {
+  it('partitionConcurrency 1: two workers never run two jobs of one partition at once, and each key runs in add order', async () => {
     const name = uniqueQueueName('part');
     const q = queue(name, 3);
     const runningPer = new Map<string, number>();
+    const orderPer = new Map<string, number[]>();
     let overlap = 0;
     let done = 0;
-    const w = worker(name, 3, async (job) => {
-      const key = job.id.split('-')[0];
-      runningPer.set(key, (runningPer.get(key) ?? 0) + 1);
-      if (runningPer.get(key)! > 1) overlap++;
+    let mostAtOnce = 0;
+    let running = 0;
+    const handler = async (job: any) => {
+      const partition = job.id.split('-')[0];
+      runningPer.set(partition, (runningPer.get(partition) ?? 0) + 1);
+      if (runningPer.get(partition)! > 1) overlap++;
+      mostAtOnce = Math.max(mostAtOnce, ++running);
+      orderPer.set(job.data.key, [...(orderPer.get(job.data.key) ?? []), job.data.n]);
       await sleep(5);
-      runningPer.set(key, runningPer.get(key)! - 1);
+      running--;
+      runningPer.set(partition, runningPer.get(partition)! - 1);
       done++;
-    }, { concurrency: 10, partitionConcurrency: 1 });
-    await w.waitUntilReady();
-    await q.addBulk(Array.from({ length: 60 }, (_, n) => ({ name: 'x', data: { n }, opts: { partitionKey: `k${n % 6}` } })));
-    await eventually(() => done === 60, 15_000, 'all 60 jobs run');
+    };
+    const workers = [worker(name, 3, handler, { concurrency: 10, partitionConcurrency: 1 }), worker(name, 3, handler, { concurrency: 10, partitionConcurrency: 1 })];
+    await Promise.all(workers.map((w) => w.waitUntilReady()));
+    await q.addBulk(Array.from({ length: 60 }, (_, n) => ({ name: 'x', data: { n, key: `k${n % 6}` }, opts: { partitionKey: `k${n % 6}` } })));
+    await eventually(() => done === 60, 20_000, 'all 60 jobs run');
     expect(overlap).toBe(0);
-    // ... and the partitions ran side by side: more than one job at a time overall.
-    expect(runningPer.size).toBeGreaterThan(1);
+    for (const [, order] of orderPer) expect(order).toEqual([...order].sort((x, y) => x - y));
+    // ... and the partitions ran side by side.
+    expect(mostAtOnce).toBeGreaterThan(1);
+    expect(() => new Worker(name, async () => undefined, { connection: testConnection(), partitionConcurrency: 1, autorun: false })).toThrow(/partitionConcurrency/);
   });
 
   it('pause, resume, drain, clean and obliterate reach every partition', async () => {

@@ -96,8 +96,11 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
     const partitions = this.partitionsOf(definition);
     let worker: Worker;
     try {
+      // A root partitionConcurrency is a default for partitioned queues: a plain queue's worker refuses it.
+      const { partitionConcurrency: rootBound, ...rootWorker } = options.worker ?? {};
       worker = new Worker(definition.queueName, this.dispatcher.processorFor(definition), {
-        ...options.worker,
+        ...rootWorker,
+        ...((partitions ?? 1) > 1 && rootBound !== undefined ? { partitionConcurrency: rootBound } : {}),
         ...definition.workerOptions,
         partitions,
         connection: client,

@@ -11,6 +11,7 @@ export const SCRIPTS = {
   addJob: new Script('addJob', 9),
   addJobs: new Script('addJobs', 9),
   moveToActive: new Script('moveToActive', 11),
+  moveToActiveBounded: new Script('moveToActiveBounded', 11),
   moveToFinished: new Script('moveToFinished', 14),
   finishJobs: new Script('finishJobs', 13),
   retryJob: new Script('retryJob', 12),
@@ -46,6 +47,8 @@ export interface Pickup {
   nextDelayedAt: number;
   /** How long the rate limiter holds pickups back (ms), or 0. */
   rateLimitedFor: number;
+  /** True when moveToActiveBounded-11 took nothing because active held maxActive jobs. */
+  atBound?: boolean;
 }
 
 export interface RateLimit {
@@ -162,12 +165,12 @@ export class Scripts {
   }
 
   /** Takes the next ready job into active under `token`; `limit` is the worker's rate limit, if any. */
-  async moveToActive(token: string, lockDuration: number, timestamp: number, limit?: RateLimit): Promise<Pickup> {
-    const reply = await this.call({
-      script: SCRIPTS.moveToActive,
-      keys: this.pickupKeys(),
-      args: [this.keys.base, token, lockDuration, timestamp, this.maxEvents, limit?.max ?? 0, limit?.duration ?? 0],
-    });
+  async moveToActive(token: string, lockDuration: number, timestamp: number, limit?: RateLimit, maxActive = Infinity): Promise<Pickup> {
+    const args: ScriptArg[] = [this.keys.base, token, lockDuration, timestamp, this.maxEvents, limit?.max ?? 0, limit?.duration ?? 0];
+    // Bounded (a partitioned queue's partitionConcurrency): the same pickup behind a check of active's length.
+    const bounded = Number.isFinite(maxActive);
+    if (bounded) args.push(maxActive);
+    const reply = await this.call({ script: bounded ? SCRIPTS.moveToActiveBounded : SCRIPTS.moveToActive, keys: this.pickupKeys(), args });
     return parsePickup(reply);
   }
 
@@ -353,12 +356,14 @@ export class Scripts {
 
 
 export function parsePickup(reply: unknown): Pickup {
-  const [jobId, fields, nextDelayedAt, rateLimitedFor] = reply as [string | number, string[], number, number];
-  return {
+  const [jobId, fields, nextDelayedAt, rateLimitedFor, atBound] = reply as [string | number, string[], number, number, number?];
+  const pickup: Pickup = {
     job: jobId === 0 ? undefined : { id: String(jobId), fields },
     nextDelayedAt: Number(nextDelayedAt),
     rateLimitedFor: Number(rateLimitedFor),
   };
+  if (atBound === 1) pickup.atBound = true;
+  return pickup;
 }
 
 /** Parses extendLocks-1's flat failure array. */

@@ -11,6 +11,8 @@ export interface FetchSettings {
   /** Longest BZPOPMIN block, in seconds. */
   drainDelay: number;
   limiter?: RateLimit;
+  /** A partitioned queue's partitionConcurrency: no pickup while the partition holds this many active jobs. */
+  maxActive?: number;
 }
 
 /**
@@ -58,7 +60,7 @@ export class Fetcher {
    */
   async fetch(token: string): Promise<{ pickup: Pickup; sentTwice: HandedOverJob[] }> {
     const drops = this.connection.drops;
-    const pickup = await this.scripts.moveToActive(token, this.settings.lockDuration, Date.now(), this.settings.limiter);
+    const pickup = await this.scripts.moveToActive(token, this.settings.lockDuration, Date.now(), this.settings.limiter, this.settings.maxActive);
     if (drops === this.connection.drops) return { pickup, sentTwice: [] };
     const held = await findAllByLockToken(this.client, this.keys, token);
     return { pickup, sentTwice: held.filter((job) => job.id !== pickup.job?.id) };

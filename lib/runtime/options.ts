@@ -80,10 +80,10 @@ export interface WorkerOptions {
   /** The queue's partition count, as its Queue was given it (see QueueOptions.partitions). Default 1. */
   partitions?: number;
   /**
-   * A partitioned queue: at most this many jobs of one partition run in this worker at once (ours;
-   * BullMQ Pro calls its kind "groups"). With 1, the jobs of one partitionKey run one at a time, in
-   * the order they were added, when this worker is the queue's only one (docs/cluster.md).
-   * Default: no bound but concurrency.
+   * A partitioned queue: at most this many jobs of one partition are active at once, across every
+   * worker of the queue that gives the same bound (ours; BullMQ Pro calls its kind "groups"). With 1,
+   * the jobs of one partitionKey run one at a time, in the order they were added (docs/cluster.md).
+   * Default: no bound but concurrency. Refused on a plain queue.
    */
   partitionConcurrency?: number;
   /** Jobs processed at once. Default 1. */
@@ -182,7 +182,7 @@ export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOp
   return {
     prefix: prefixOf(opts.prefix),
     partitions: resolvePartitions(opts.partitions),
-    partitionConcurrency: opts.partitionConcurrency === undefined ? Infinity : positiveInt(opts.partitionConcurrency, 'partitionConcurrency', 1),
+    partitionConcurrency: partitionConcurrencyOf(opts),
     concurrency: positiveInt(opts.concurrency, 'concurrency', DEFAULTS.concurrency),
     lockDuration,
     lockRenewTime,
@@ -196,6 +196,16 @@ export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOp
     maxEvents: positiveInt(opts.maxEvents, 'maxEvents', DEFAULTS.maxEvents),
     closeTimeout: closeTimeoutOf(opts.closeTimeout),
   };
+}
+
+/** partitionConcurrency: a whole number above 0, for a partitioned queue only; Infinity when not given. */
+function partitionConcurrencyOf(opts: WorkerOptions): number {
+  if (opts.partitionConcurrency === undefined) return Infinity;
+  const bound = positiveInt(opts.partitionConcurrency, 'partitionConcurrency', 1);
+  if (resolvePartitions(opts.partitions) === 1) {
+    throw new EchoMQOptionError('partitionConcurrency', 'bounds the active jobs of each partition of a partitioned queue (partitions > 1); a plain queue has concurrency');
+  }
+  return bound;
 }
 
 /** A whole number of ms above 0 that a timer can hold, or Infinity. */

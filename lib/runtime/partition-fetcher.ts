@@ -98,9 +98,15 @@ export class PartitionFetcher implements JobSource {
     return this.lookAt.every((at, index) => index === lane.index || at > now);
   }
 
-  /** A job of `lane` ended: a partition held back by partitionConcurrency may be looked at again. */
+  /**
+   * A job of `lane` ended (its slot's chain of jobs ended: nothing was handed over in its place).
+   * Under a partitionConcurrency its partition has room again, for this worker and any other: the
+   * others hear it on the wake channel.
+   */
   freed(lane: WorkerLane): void {
-    if (lane.running + 1 >= this.perPartition) this.sleeper.wake();
+    if (!Number.isFinite(this.perPartition)) return;
+    lane.wake();
+    this.wake(lane.index);
   }
 
   private full(index: number): boolean {
@@ -119,6 +125,8 @@ export class PartitionFetcher implements JobSource {
 
 /** When an empty partition is worth a look again: its next delayed job, the end of its rate-limit window, or a wake-up. */
 function nextLook(pickup: Pickup): number {
+  // Full (partitionConcurrency): a job of the partition ending, here or in another worker, wakes it.
+  if (pickup.atBound) return Infinity;
   if (pickup.rateLimitedFor > 0) return Date.now() + pickup.rateLimitedFor;
   return pickup.nextDelayedAt > 0 ? pickup.nextDelayedAt : Infinity;
 }

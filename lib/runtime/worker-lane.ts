@@ -59,7 +59,8 @@ export class WorkerLane {
       workerId: owner.workerId, queue, scripts: this.scripts, client, lockDuration, lockRenewTime, heartbeatLateThreshold,
       allowLapsingRenewTime: lockRenewUnsafe,
     }, first?.locks);
-    this.fetcher = new Fetcher(this.scripts, client, owner.blockingClient, this.keys, options);
+    const maxActive = partitions > 1 ? options.partitionConcurrency : Infinity;
+    this.fetcher = new Fetcher(this.scripts, client, owner.blockingClient, this.keys, { ...options, maxActive });
     this.sweeper = new StalledSweeper(this.scripts, client, this.keys, options, (result) => owner.onSwept(this, result), owner.onSweepError);
     const wake = partitions === 1 ? undefined : () => this.wake();
     const context: JobContext = { queueName: owner.queueName, keys: this.keys, scripts: this.scripts, client, wake, onProgress: owner.onProgress };
