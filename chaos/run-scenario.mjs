@@ -23,7 +23,8 @@ export async function runScenario(scenario, profile, libPath) {
   admin.on('error', () => undefined);
   const { Queue } = await import(libPath);
   const queueName = `chaos-${randomBytes(4).toString('hex')}`;
-  const queue = new Queue(queueName, { connection: redis.url });
+  const partitions = scenario.partitions ?? 1;
+  const queue = new Queue(queueName, { connection: redis.url, partitions });
   // Its connection errors while Redis restarts are expected here; the adds are retried by ioredis.
   queue.client.on('error', () => undefined);
   const fleet = new Fleet({
@@ -31,7 +32,7 @@ export async function runScenario(scenario, profile, libPath) {
     waitReady: (member) => waitForReady(member),
     worker: {
       libPath, redisUrl: redis.url, queue: queueName, sinkKey: `chaos:{${queueName}}:sink`,
-      workerOptions: { concurrency: profile.concurrency, drainDelay: 1, maxStalledCount: 1000, ...TIMING },
+      workerOptions: { concurrency: profile.concurrency, drainDelay: 1, maxStalledCount: 1000, partitions, ...TIMING },
     },
   });
   const forget = onInterrupt(async () => {
@@ -100,21 +101,31 @@ export async function waitForReady(member, timeoutMs = 20_000) {
 async function drain(admin, queue, total, timeoutMs) {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    const finished = (await admin.zcard(queue.keys.state('completed'))) + (await admin.zcard(queue.keys.state('failed')));
+    let finished = 0;
+    for (const keys of queue.partitionKeys) finished += (await admin.zcard(keys.state('completed'))) + (await admin.zcard(keys.state('failed')));
     if (finished >= total) return;
     await sleep(200);
   }
 }
 
-/** What Redis holds at the end: each job's hash, where it finished, and what is left in the ready states. */
+/**
+ * What Redis holds at the end: each job's hash, where it finished, and what is left in the ready
+ * states. A partitioned queue's partitions are all read: a job found in two of them would show as a
+ * hash read twice, so each id keeps the first partition that has it.
+ */
 export async function readState(admin, queue, ids) {
-  const pipeline = admin.pipeline();
-  for (const id of ids) pipeline.hgetall(queue.keys.job(id));
-  const hashes = (await pipeline.exec()).map(([, hash]) => (Object.keys(hash).length ? hash : undefined));
-  const jobs = new Map(ids.map((id, i) => [id, hashes[i]]));
+  const jobs = new Map(ids.map((id) => [id, undefined]));
   const finished = new Map();
-  for (const id of await admin.zrange(queue.keys.state('completed'), 0, -1)) finished.set(id, 'completed');
-  for (const id of await admin.zrange(queue.keys.state('failed'), 0, -1)) finished.set(id, 'failed');
+  for (const keys of queue.partitionKeys) {
+    const pipeline = admin.pipeline();
+    for (const id of ids) pipeline.hgetall(keys.job(id));
+    const hashes = (await pipeline.exec()).map(([, hash]) => (Object.keys(hash).length ? hash : undefined));
+    ids.forEach((id, i) => {
+      if (hashes[i] && !jobs.get(id)) jobs.set(id, hashes[i]);
+    });
+    for (const id of await admin.zrange(keys.state('completed'), 0, -1)) finished.set(id, 'completed');
+    for (const id of await admin.zrange(keys.state('failed'), 0, -1)) finished.set(id, 'failed');
+  }
   const counts = await queue.getJobCounts(...READY_STATES);
   const left = READY_STATES.reduce((sum, s) => sum + counts[s], 0);
   return { jobs, finished, left };

@@ -21,6 +21,16 @@ async function repeat(rounds, gapMs, fault) {
   }
 }
 
+/** Every fault at once, each repeated under load. */
+function allMixed(ctx, p) {
+  return Promise.all([
+    repeat(p.rounds, 900, () => killHolder(ctx)),
+    repeat(1, 1200, () => pauseHolder(ctx, FREEZE_MS)),
+    repeat(p.rounds * 2, 700, () => killConnections(ctx)),
+    repeat(1, 2500, () => restartRedis(ctx, 500)),
+  ]);
+}
+
 export const SCENARIOS = [
   { name: 'kill -9', inject: (ctx, p) => repeat(p.rounds, 700, () => killHolder(ctx)) },
   { name: 'SIGSTOP > lockDuration', inject: (ctx, p) => repeat(Math.ceil(p.rounds / 2), 500, () => pauseHolder(ctx, FREEZE_MS)) },
@@ -28,17 +38,10 @@ export const SCENARIOS = [
   { name: 'Redis restart (AOF)', inject: (ctx, p) => repeat(p.rounds, 900, () => restartRedis(ctx, 500)) },
   // The fault is in the jobs: their handler holds the event loop past lockDuration.
   { name: 'blocking handler', blocking: true, inject: async () => undefined },
-  {
-    name: 'all mixed',
-    blocking: true,
-    mixed: true,
-    inject: (ctx, p) => Promise.all([
-      repeat(p.rounds, 900, () => killHolder(ctx)),
-      repeat(1, 1200, () => pauseHolder(ctx, FREEZE_MS)),
-      repeat(p.rounds * 2, 700, () => killConnections(ctx)),
-      repeat(1, 2500, () => restartRedis(ctx, 500)),
-    ]),
-  },
+  { name: 'all mixed', blocking: true, mixed: true, inject: allMixed },
+  // The same faults on a queue spread over 4 partitions (one wake channel each, a worker taking
+  // from all of them in turn): a wake-up lost to a cut connection or a restart must not strand a job.
+  { name: 'all mixed on 4 partitions', blocking: true, mixed: true, partitions: 4, inject: allMixed },
   // On a Redis Cluster of its own (three masters, a replica each; chaos/run-failover.mjs): the
   // master serving the queue's slot dies under load and its replica is promoted; the workers are
   // not restarted. The second variant first cuts the replica off for 300 ms, so that writes the

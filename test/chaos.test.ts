@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { clusterUnsupported } from './support/redis-cluster-replicated.js';
 import { singleNodeDescribe } from './support/redis.js';
 
-const SINGLE = ['kill -9', 'SIGSTOP > lockDuration', 'CLIENT KILL', 'Redis restart (AOF)', 'blocking handler', 'all mixed'];
+const SINGLE = ['kill -9', 'SIGSTOP > lockDuration', 'CLIENT KILL', 'Redis restart (AOF)', 'blocking handler', 'all mixed', 'all mixed on 4 partitions'];
 // They start a six-node cluster of their own (chaos/run-failover.mjs); without redis-cli the harness skips them.
 const FAILOVER = clusterUnsupported() ? [] : ['failover (kill -9 of the queue master)', 'failover (replica behind)'];
 
