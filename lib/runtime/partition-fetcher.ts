@@ -5,9 +5,8 @@ import type { WorkerLane } from './worker-lane.js';
 
 /**
  * A job's finish hands over the next job of its own partition (fetch-next) at most this many times
- * in a row while another partition may have work; then the slot goes back to the fetch loop, which
- * takes the partitions in turn. Fairness costs one extra round trip per this many jobs, and only
- * when several partitions have work.
+ * in a row while another partition may have work that this worker runs nothing of; then the slot
+ * goes back to the fetch loop, which looks at such partitions first.
  */
 export const FAIR_CHAIN = 8;
 
@@ -17,8 +16,8 @@ const NOTHING: Pickup = { nextDelayedAt: 0, rateLimitedFor: 0 };
  * The fetch side of a partitioned queue's worker. It keeps, for each partition, when to look
  * there next: now (a wake-up came, or the last look took a job), when its next delayed job is due
  * or its rate-limit window ends, or never until a wake-up. A fetch looks at the partitions due,
- * in turn from the one after the last that gave a job (so none is starved while others have
- * work), and answers with the first job found; nothing found means every partition was looked at
+ * those this worker runs no job of first, each group in turn from the one after the last that gave
+ * a job (so none is starved while others have work), and answers with the first job found; nothing found means every partition was looked at
  * and none had a job ready. Every drainDelay it looks at all of them, whatever it was told: a
  * wake-up may have been lost.
  */
@@ -57,8 +56,11 @@ export class PartitionFetcher implements JobSource {
       this.lastFullLook = Date.now();
       this.lookAt.fill(0);
     }
-    for (let step = 0; step < count; step++) {
+    // Partitions this worker runs nothing of go first: they are the ones a fetch can starve.
+    for (let step = 0; step < 2 * count; step++) {
       const index = (this.cursor + step) % count;
+      const unserved = this.lanes[index].running === 0;
+      if (step < count ? !unserved : unserved) continue;
       if (this.lookAt[index] > Date.now() || this.full(index)) continue;
       // Infinity while the call runs: a wake-up that lands meanwhile sets it back to 0 and is kept.
       this.lookAt[index] = Infinity;
@@ -92,10 +94,16 @@ export class PartitionFetcher implements JobSource {
     await this.sleeper.sleep(until - now);
   }
 
+  /**
+   * A finish may take its partition's next job (and its finishes stay batched with the other
+   * slots' of that partition) unless it has done so FAIR_CHAIN times and another partition may
+   * have work that this worker runs nothing of: only such a partition can starve, since any
+   * partition one of its slots serves gets that slot's next jobs.
+   */
   mayChain(lane: WorkerLane, chained: number): boolean {
     if (chained < FAIR_CHAIN) return true;
     const now = Date.now();
-    return this.lookAt.every((at, index) => index === lane.index || at > now);
+    return this.lanes.every((other, index) => other === lane || other.running > 0 || this.lookAt[index] > now || this.full(index));
   }
 
   /**
