@@ -71,7 +71,7 @@ async function runSystems(scenarios, args, sizes, rounds) {
   try {
     const version = (await meter.info('server')).match(/redis_version:(\S+)/)[1];
     console.log(`machine: ${cpus().length} CPUs, ${cpus()[0].model}; Node ${process.version}; Redis ${version} at ${url}`);
-    console.log(`${args.quick ? 'quick' : 'full'} run, ${rounds} rounds, sizes ${JSON.stringify(sizes)}\n`);
+    console.log(`${args.quick ? 'quick' : 'full'} run, ${rounds} rounds, sizes ${JSON.stringify({ ...sizes, partitions: undefined })}\n`);
     await warmUp(systems, ctx);
     for (let round = 1; round <= rounds; round++) {
       for (const scenario of scenarios) {
