@@ -7,9 +7,9 @@ import { Tally } from './tally.mjs';
 import { verifyCounts, verifyTally } from './verify.mjs';
 
 const CHILD = fileURLToPath(new URL('./worker-process.mjs', import.meta.url));
-const PROCESSES = 4;
+export const PROCESSES = 4;
 /** Each of the 4 processes runs this many jobs at once. */
-const CHILD_CONCURRENCY = 10;
+export const CHILD_CONCURRENCY = 10;
 
 function oneWorker(concurrency, sizeOf) {
   return {
@@ -50,8 +50,8 @@ export const processConcurrency1 = oneWorker(1, (sizes) => sizes.process1);
 export const processConcurrency50 = oneWorker(50, (sizes) => sizes.process50);
 
 /** Starts a worker child process and resolves when its worker is connected. */
-function startChild(systemId, name, url) {
-  const child = fork(CHILD, [systemId, name, url, String(CHILD_CONCURRENCY)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+function startChild(systemId, name, url, concurrency) {
+  const child = fork(CHILD, [systemId, name, url, String(concurrency)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   child.finished = 0;
   child.cpuMicros = 0;
   child.exited = new Promise((resolve) => child.once('exit', resolve));
@@ -74,6 +74,53 @@ function stopChild(child) {
   });
 }
 
+/**
+ * `count` worker processes on one queue, each one worker at `concurrency`: start() forks them and
+ * waits until each is connected; run(total, timeoutMs) lets them work until `total` jobs finished
+ * and answers { nodeCpuMicros } (theirs, summed: what measure() takes); stop(tally) closes their
+ * workers and tallies what their handlers ran; kill() ends any left (for a finally).
+ */
+export class WorkerProcesses {
+  constructor(systemId, name, url, count, concurrency) {
+    Object.assign(this, { systemId, name, url, count, concurrency });
+    this.children = [];
+  }
+
+  async start() {
+    for (let i = 0; i < this.count; i++) this.children.push(await startChild(this.systemId, this.name, this.url, this.concurrency));
+  }
+
+  async run(total, timeoutMs) {
+    let finished = 0;
+    let resolveDone;
+    const done = new Promise((resolve) => (resolveDone = resolve));
+    for (const child of this.children) {
+      child.on('message', (message) => {
+        if (message.type !== 'progress') return;
+        finished += message.finished - child.finished;
+        child.finished = message.finished;
+        child.cpuMicros = message.cpuMicros;
+        if (finished >= total) resolveDone();
+      });
+    }
+    for (const child of this.children) child.send({ type: 'start' });
+    let timer;
+    await Promise.race([done, new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new CheckFailed(`only ${finished} of ${total} jobs finished in ${timeoutMs} ms`)), timeoutMs);
+    })]).finally(() => clearTimeout(timer));
+    return { nodeCpuMicros: this.children.reduce((sum, child) => sum + child.cpuMicros, 0) };
+  }
+
+  async stop(tally) {
+    for (const child of this.children) for (const i of await stopChild(child)) tally.ran(i);
+  }
+
+  async kill() {
+    for (const child of this.children) if (child.exitCode === null) child.kill();
+    await Promise.all(this.children.map((child) => child.exited));
+  }
+}
+
 /** 4 worker processes (child processes) on one queue; Node CPU is theirs, summed. */
 export const processFourProcesses = {
   name: `process, ${PROCESSES} processes x ${CHILD_CONCURRENCY}`,
@@ -82,38 +129,18 @@ export const processFourProcesses = {
     const total = ctx.sizes.processes4;
     const name = ctx.queueName();
     const queue = system.queue(name, ctx.url);
-    const children = [];
+    const workers = new WorkerProcesses(system.id, name, ctx.url, PROCESSES, CHILD_CONCURRENCY);
     try {
       await preload(queue, total);
-      for (let i = 0; i < PROCESSES; i++) children.push(await startChild(system.id, name, ctx.url));
-      let finished = 0;
-      let resolveDone;
-      const done = new Promise((resolve) => (resolveDone = resolve));
-      for (const child of children) {
-        child.on('message', (message) => {
-          if (message.type !== 'progress') return;
-          finished += message.finished - child.finished;
-          child.finished = message.finished;
-          child.cpuMicros = message.cpuMicros;
-          if (finished >= total) resolveDone();
-        });
-      }
-      const figures = await measure(ctx.meter, total, async () => {
-        for (const child of children) child.send({ type: 'start' });
-        let timer;
-        await Promise.race([done, new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new CheckFailed(`only ${finished} of ${total} jobs finished in ${ctx.timeoutMs} ms`)), ctx.timeoutMs);
-        })]).finally(() => clearTimeout(timer));
-        return { nodeCpuMicros: children.reduce((sum, child) => sum + child.cpuMicros, 0) };
-      });
+      await workers.start();
+      const figures = await measure(ctx.meter, total, () => workers.run(total, ctx.timeoutMs));
       const tally = new Tally(total);
-      for (const child of children) for (const i of await stopChild(child)) tally.ran(i);
+      await workers.stop(tally);
       verifyTally(tally);
       await verifyCounts(ctx.meter, system, name, { wait: 0, active: 0, completed: total });
       return figures;
     } finally {
-      for (const child of children) if (child.exitCode === null) child.kill();
-      await Promise.all(children.map((child) => child.exited));
+      await workers.kill();
       await queue.close();
     }
   },

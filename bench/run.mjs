@@ -1,21 +1,30 @@
 // npm run bench [-- --quick] [--rounds N] [--only text] [--breakdown]
 // EchoMQ (the built dist/) against BullMQ on one Redis: each scenario for each system in turn,
 // A B A B, for several rounds; prints the medians and the ratio EchoMQ / BullMQ.
-import { cpus } from 'node:os';
+// Opt-in (--only names them): scenarios on a Redis Cluster of their own that compare two ways of
+// running EchoMQ (e.g. `--only partitions`: a plain queue against a partitioned one), A B A B too.
+import { constants, cpus } from 'node:os';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-process.js';
 import { addBulk, addConcurrent, addOne } from './add-scenarios.mjs';
 import { processConcurrency1, processConcurrency50, processFourProcesses } from './process-scenarios.mjs';
 import { addToStart, delayedFiring } from './latency-scenarios.mjs';
 import { CheckFailed } from './measure.mjs';
+import { partitions } from './partition-scenario.mjs';
 import { formatNumber, median, renderTable } from './stats.mjs';
 import { connectionOf, SYSTEMS } from './systems.mjs';
 
 const SIZES = {
-  quick: { rounds: 3, addOne: 2000, addConcurrent: 5000, addBulk: 10000, process1: 5000, process50: 10000, processes4: 10000, latency: 300, delayed: 100 },
-  full: { rounds: 5, addOne: 5000, addConcurrent: 20000, addBulk: 50000, process1: 10000, process50: 30000, processes4: 30000, latency: 1000, delayed: 300 },
+  quick: { rounds: 3, addOne: 2000, addConcurrent: 5000, addBulk: 10000, process1: 5000, process50: 10000, processes4: 10000, latency: 300, delayed: 100, partitions: 10000 },
+  full: { rounds: 5, addOne: 5000, addConcurrent: 20000, addBulk: 50000, process1: 10000, process50: 30000, processes4: 30000, latency: 1000, delayed: 300, partitions: 30000 },
 };
+/** The default set: EchoMQ against BullMQ on one redis-server. */
 const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, processConcurrency50, processFourProcesses, addToStart, delayedFiring];
+/**
+ * Opt-in, run only when --only names them: each starts a Redis Cluster of its own (three
+ * redis-servers more on a 2-core machine, and a minute or more), and compares EchoMQ with itself.
+ */
+const CLUSTER_SCENARIOS = [partitions];
 const THROUGHPUT_FIGURES = [
   ['jobsPerSec', 'jobs/s'], ['redisCpuUsPerJob', 'Redis CPU µs/job'], ['commandsPerJob', 'Redis commands/job'], ['nodeCpuUsPerJob', 'Node CPU µs/job'],
 ];
@@ -40,6 +49,18 @@ async function main() {
   const sizes = { ...(args.quick ? SIZES.quick : SIZES.full) };
   const rounds = args.rounds ?? sizes.rounds;
   const scenarios = SCENARIOS.filter((s) => !args.only || s.name.includes(args.only));
+  const clusterScenarios = CLUSTER_SCENARIOS.filter((s) => args.only && s.name.includes(args.only));
+  const failures = [];
+  if (scenarios.length > 0 || clusterScenarios.length === 0) failures.push(...await runSystems(scenarios, args, sizes, rounds));
+  for (const scenario of clusterScenarios) failures.push(...await runOnCluster(scenario, args, sizes, rounds));
+  if (failures.length > 0) {
+    console.log(`\n${failures.length} run(s) FAILED their self-check (not timed):\n  ${failures.join('\n  ')}`);
+    process.exitCode = 1;
+  }
+}
+
+/** The default set: every scenario for EchoMQ and BullMQ in turn, on one redis-server. Answers the failures. */
+async function runSystems(scenarios, args, sizes, rounds) {
   const server = process.env.REDIS_URL ? undefined : await startRedis();
   const url = process.env.REDIS_URL ?? server.url;
   const meter = new Redis(connectionOf(url));
@@ -50,7 +71,7 @@ async function main() {
   try {
     const version = (await meter.info('server')).match(/redis_version:(\S+)/)[1];
     console.log(`machine: ${cpus().length} CPUs, ${cpus()[0].model}; Node ${process.version}; Redis ${version} at ${url}`);
-    console.log(`${args.quick ? 'quick' : 'full'} run, ${rounds} rounds, sizes ${JSON.stringify(sizes)}\n`);
+    console.log(`${args.quick ? 'quick' : 'full'} run, ${rounds} rounds, sizes ${JSON.stringify({ ...sizes, partitions: undefined })}\n`);
     await warmUp(systems, ctx);
     for (let round = 1; round <= rounds; round++) {
       for (const scenario of scenarios) {
@@ -61,7 +82,7 @@ async function main() {
           try {
             outcome = await scenario.run(system, ctx);
           } catch (error) {
-            outcome = { failed: error instanceof CheckFailed ? error.message : `error: ${error.stack ?? error}` };
+            outcome = failedOutcome(error);
             failures.push(`round ${round}, ${scenario.name}, ${system.name}: ${outcome.failed}`);
           }
           const bySystem = results.get(scenario.name) ?? new Map();
@@ -77,10 +98,55 @@ async function main() {
   }
   console.log(renderTable(['scenario / figure (median)', 'EchoMQ', 'BullMQ', 'EchoMQ/BullMQ'], tableRows(scenarios, results, sizes)));
   if (args.breakdown) printBreakdown(scenarios, results);
-  if (failures.length > 0) {
-    console.log(`\n${failures.length} run(s) FAILED their self-check (not timed):\n  ${failures.join('\n  ')}`);
-    process.exitCode = 1;
+  return failures;
+}
+
+/**
+ * An opt-in scenario: its cluster is started here and stopped whatever happens; its variants run
+ * A B A B for the rounds, each on an emptied cluster; it renders its own table. Answers the failures.
+ */
+async function runOnCluster(scenario, args, sizes, rounds) {
+  const env = await scenario.setUp();
+  const runs = new Map(scenario.variants.map((variant) => [variant.id, []])); // variant id -> array of figures
+  const failures = [];
+  // Stopped by a signal, the bench still stops the cluster: its redis-servers would outlive it.
+  const onSignal = (signal) => void env.stop().finally(() => process.exit(128 + constants.signals[signal]));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const version = (await env.cluster.meters[0].info('server')).match(/redis_version:(\S+)/)[1];
+    console.log(`machine: ${cpus().length} CPUs, ${cpus()[0].model}; Node ${process.version}; Redis ${version}, a cluster of ${env.cluster.meters.length} masters at ${env.cluster.seeds}`);
+    console.log(`${scenario.name}: ${args.quick ? 'quick' : 'full'} run, ${rounds} rounds, ${scenario.size(sizes)} jobs\n`);
+    await scenario.warmUp(env);
+    for (let round = 1; round <= rounds; round++) {
+      for (const variant of scenario.variants) {
+        await env.cluster.flush();
+        const started = Date.now();
+        let outcome;
+        try {
+          outcome = await scenario.run(variant, env, sizes, 120_000);
+        } catch (error) {
+          outcome = failedOutcome(error);
+          failures.push(`round ${round}, ${scenario.name}, ${variant.name}: ${outcome.failed}`);
+        }
+        runs.get(variant.id).push(outcome);
+        process.stderr.write(`round ${round} ${scenario.name} ${variant.name}: ${outcome.failed ? 'FAILED' : 'ok'} (${Date.now() - started} ms)\n`);
+      }
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await env.stop();
   }
+  console.log(renderTable(scenario.header, scenario.rows(runs, sizes)));
+  if (args.breakdown) {
+    for (const { title, header, rows } of scenario.breakdown(runs)) console.log(`\n${title}\n${renderTable(header, rows)}`);
+  }
+  return failures;
+}
+
+function failedOutcome(error) {
+  return { failed: error instanceof CheckFailed ? error.message : `error: ${error.stack ?? error}` };
 }
 
 /** A few jobs through each system first, so script loading and JIT warm-up are not timed. */

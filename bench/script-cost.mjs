@@ -14,7 +14,11 @@ import { Scripts } from '../dist/lib/internal.js';
 import { freePort } from '../test/support/redis-process.js';
 
 const ROUNDS = 100;
-const BATCH = 25; // a worker at concurrency 50 finishes in batches of 25
+/**
+ * Finishes per call: 25 is a worker at concurrency 50 on a plain queue; 6 and 2 are what the same
+ * worker's finishes come to per partition of a queue of 8 partitions (bench/README.md, partitions).
+ */
+const BATCHES = [1, 2, 6, 25];
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'echomq-script-cost-'));
@@ -41,7 +45,19 @@ async function main() {
       for (let i = 0; i < 10; i++) await adds.addJobs(Array.from({ length: 500 }, (_, j) => newJob(j)));
     });
 
-    for (const batch of [1, BATCH]) {
+    const pickups = new Scripts(client, new Keys('pickups'), 10_000);
+    await pickups.addJobs(Array.from({ length: ROUNDS }, (_, i) => newJob(i)));
+    await measure('pickup alone, a job each (moveToActive-11)', ROUNDS, async () => {
+      for (let i = 0; i < ROUNDS; i++) await pickups.moveToActive(uuid(), 30_000, Date.now());
+    });
+    await measure('pickup from an empty queue (moveToActive-11)', ROUNDS, async () => {
+      for (let i = 0; i < ROUNDS; i++) await pickups.moveToActive(uuid(), 30_000, Date.now());
+    });
+    await measure("a partition's wake-up (SPUBLISH)", ROUNDS, async () => {
+      for (let i = 0; i < ROUNDS; i++) await client.spublish(new Keys('pickups#0').wake, '');
+    });
+
+    for (const batch of BATCHES) {
       const scripts = new Scripts(client, new Keys(`finish-${batch}`), 10_000);
       await scripts.addJobs(Array.from({ length: (ROUNDS + 1) * batch }, (_, i) => newJob(i)));
       let held = [];

@@ -3,6 +3,7 @@
 // shared Redis on 6379 must never be reached by accident) and the concurrency are set.
 import { Queue as EchoQueue, Worker as EchoWorker } from '../dist/lib/index.js';
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
+import { Cluster } from 'ioredis';
 
 /** Connection options for both systems, from a redis:// URL. */
 export function connectionOf(url) {
@@ -36,3 +37,35 @@ const bullmq = {
 
 /** Both systems by the name used on the command line and in child processes. */
 export const SYSTEMS = { echomq, bullmq };
+
+/**
+ * EchoMQ on a Redis Cluster, its queues and workers `partitions` wide (1: a plain queue). Its
+ * "url" is the masters as "host:port,host:port,...". Each queue and worker gets an ioredis Cluster
+ * of its own, as the docs advise (maxRetriesPerRequest: null); EchoMQ never closes a Cluster it is
+ * given, so disconnect() closes them all once the queues and workers are closed.
+ */
+export function echomqOnCluster(partitions) {
+  const clusters = [];
+  const connect = (seeds) => {
+    const cluster = new Cluster(seeds.split(',').map((seed) => connectionOf(`redis://${seed}`)), { redisOptions: { maxRetriesPerRequest: null } });
+    cluster.on('error', () => undefined); // what matters reaches the queue's calls and the worker's 'error'
+    clusters.push(cluster);
+    return cluster;
+  };
+  return {
+    id: `echomq-cluster-${partitions}`,
+    name: partitions === 1 ? 'plain queue' : `${partitions} partitions`,
+    partitions,
+    queue: (name, seeds) => new EchoQueue(name, { connection: connect(seeds), partitions }),
+    worker: (name, seeds, processor, concurrency) =>
+      new EchoWorker(name, processor, { connection: connect(seeds), partitions, concurrency, autorun: false }),
+    ready: echomq.ready,
+    disconnect: () => clusters.splice(0).forEach((cluster) => cluster.disconnect()),
+  };
+}
+
+/** A system by its id: `echomq`, `bullmq`, or `echomq-cluster-<partitions>` (for child processes). */
+export function systemById(id) {
+  const partitions = /^echomq-cluster-(\d+)$/.exec(id)?.[1];
+  return partitions ? echomqOnCluster(Number(partitions)) : SYSTEMS[id];
+}

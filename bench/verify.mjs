@@ -14,6 +14,17 @@ export async function verifyCounts(meter, system, queueName, expected) {
   }
 }
 
+/**
+ * verifyCounts through an EchoMQ queue's own getJobCounts, which sums over every partition and
+ * reaches each one's node on a Cluster.
+ */
+export async function verifyQueueCounts(queue, expected) {
+  const found = await queue.getJobCounts(...Object.keys(expected));
+  for (const [state, count] of Object.entries(expected)) {
+    check(found[state] === count, `${state} holds ${found[state]} jobs, expected ${count}`);
+  }
+}
+
 /** Checks a tally: every job ran, none twice. */
 export function verifyTally(tally) {
   const { missing, duplicates } = tally.problems();

@@ -1,10 +1,10 @@
-// A worker in a process of its own, for the multi-process scenario. argv: system, queue, url,
+// A worker in a process of its own, for the multi-process scenarios. argv: system id, queue, url,
 // concurrency. It tells its parent `ready`, runs on `start`, reports `progress` (jobs finished and
 // its CPU since start, at most once per event-loop turn) and on `stop` closes and sends `result`.
-import { SYSTEMS } from './systems.mjs';
+import { systemById } from './systems.mjs';
 
 const [systemName, queueName, url, concurrency] = process.argv.slice(2);
-const system = SYSTEMS[systemName];
+const system = systemById(systemName);
 const ran = [];
 let finished = 0;
 let cpuAtStart;
@@ -23,12 +23,16 @@ worker.on('completed', () => {
   });
 });
 
+// The parent gone (killed, or stopped by a signal), nobody will send `stop`: do not outlive it.
+process.on('disconnect', () => process.exit(1));
+
 process.on('message', async (message) => {
   if (message.type === 'start') {
     cpuAtStart = process.cpuUsage();
     void worker.run();
   } else if (message.type === 'stop') {
     await worker.close();
+    system.disconnect?.();
     process.send({ type: 'result', ran }, () => process.exit(0));
   }
 });
