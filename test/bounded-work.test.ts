@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { v4 as uuid } from 'uuid';
 import {
@@ -54,6 +54,21 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/**
+ * A queue on the private server, closed after its test whatever the outcome: one left open by a
+ * failed expect would reconnect for ever once the server stops, and Jest would never exit.
+ */
+const opened: Queue[] = [];
+function openQueue(name: string): Queue {
+  const queue = new Queue(name, { connection: server.url });
+  opened.push(queue);
+  return queue;
+}
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((queue) => queue.close()));
+});
+
 /** `count` jobs added with addBulk to `queue`, left in wait. */
 async function addJobs(queue: Queue, count = JOBS): Promise<void> {
   for (let i = 0; i < count; i += 50_000) {
@@ -92,7 +107,7 @@ async function whileHeartbeatHolds<T>(work: () => Promise<T>): Promise<T> {
 singleNodeDescribe(`bounded work: ${JOBS} jobs of one queue, a held job of another`, () => {
   it('trims a backlog of finished jobs over the following finishes, 1000 a finish', async () => {
     const name = uniqueQueueName('trim');
-    const queue = new Queue(name, { connection: server.url });
+    const queue = openQueue(name);
     const keys = new Keys(name);
     const scripts = new Scripts(client, keys, 10_000);
     await addJobs(queue);
@@ -118,7 +133,7 @@ singleNodeDescribe(`bounded work: ${JOBS} jobs of one queue, a held job of anoth
   }, 120_000);
 
   it('cleans finished jobs (a zset), up to a limit and then the rest', async () => {
-    const queue = new Queue(uniqueQueueName('clean-z'), { connection: server.url });
+    const queue = openQueue(uniqueQueueName('clean-z'));
     await addJobs(queue);
     await moveWaitTo(queue.keys, 'completed');
     const [some, rest] = await whileHeartbeatHolds(async () => [
@@ -133,7 +148,7 @@ singleNodeDescribe(`bounded work: ${JOBS} jobs of one queue, a held job of anoth
   }, 120_000);
 
   it('cleans waiting jobs (a list)', async () => {
-    const queue = new Queue(uniqueQueueName('clean-l'), { connection: server.url });
+    const queue = openQueue(uniqueQueueName('clean-l'));
     await addJobs(queue);
     const removed = await whileHeartbeatHolds(() => queue.clean(0, 0, 'wait'));
     expect(removed).toHaveLength(JOBS);
@@ -143,8 +158,8 @@ singleNodeDescribe(`bounded work: ${JOBS} jobs of one queue, a held job of anoth
   }, 120_000);
 
   it('obliterates a queue and drains another', async () => {
-    const doomed = new Queue(uniqueQueueName('obliterate'), { connection: server.url });
-    const drained = new Queue(uniqueQueueName('drain'), { connection: server.url });
+    const doomed = openQueue(uniqueQueueName('obliterate'));
+    const drained = openQueue(uniqueQueueName('drain'));
     await addJobs(doomed, JOBS / 2);
     await moveWaitTo(doomed.keys, 'failed');
     await addJobs(doomed, JOBS / 2);
