@@ -4,11 +4,12 @@ import { Sleeper } from './sleeper.js';
 import type { WorkerLane } from './worker-lane.js';
 
 /**
- * A job's finish hands over the next job of its own partition (fetch-next) at most this many times
- * in a row while another partition may have work that this worker runs nothing of; then the slot
- * goes back to the fetch loop, which looks at such partitions first.
+ * How many jobs a worker takes from its current partition, counting the ones finishes hand over,
+ * before it moves on to the next partition with work: at least this many, and 20 per slot of its
+ * concurrency, so a move (its slots refill one pickup at a time) is rare beside the jobs it runs.
  */
-export const FAIR_CHAIN = 8;
+export const MIN_TURN = 64;
+const TURN_PER_SLOT = 20;
 
 const NOTHING: Pickup = { nextDelayedAt: 0, rateLimitedFor: 0 };
 
@@ -24,7 +25,12 @@ const NOTHING: Pickup = { nextDelayedAt: 0, rateLimitedFor: 0 };
 export class PartitionFetcher implements JobSource {
   /** Per partition: look at or after this time (0: now; Infinity: on a wake-up). */
   private readonly lookAt: number[];
-  private cursor = 0;
+  /** The partition whose turn it is: the worker's slots take their jobs there. */
+  private current = -1;
+  /** Jobs taken in the current turn. */
+  private taken = 0;
+  private readonly turn: number;
+  private cursor: number;
   private lastFullLook = 0;
   private interrupted = false;
   private readonly sleeper = new Sleeper();
@@ -34,8 +40,12 @@ export class PartitionFetcher implements JobSource {
     private readonly drainDelayMs: number,
     /** At most this many jobs of one partition run in this worker at once (partitionConcurrency). */
     private readonly perPartition = Infinity,
+    concurrency = 1,
   ) {
     this.lookAt = lanes.map(() => 0);
+    this.turn = Math.max(MIN_TURN, TURN_PER_SLOT * concurrency);
+    // Workers start their turns at different partitions, so that several spread over the queue.
+    this.cursor = Math.floor(Math.random() * lanes.length);
   }
 
   /** A wake-up for one partition: look there at the next fetch. */
@@ -56,11 +66,10 @@ export class PartitionFetcher implements JobSource {
       this.lastFullLook = Date.now();
       this.lookAt.fill(0);
     }
-    // Partitions this worker runs nothing of go first: they are the ones a fetch can starve.
-    for (let step = 0; step < 2 * count; step++) {
-      const index = (this.cursor + step) % count;
-      const unserved = this.lanes[index].running === 0;
-      if (step < count ? !unserved : unserved) continue;
+    // The current partition first; then the others in turn from the cursor.
+    for (let step = -1; step < count; step++) {
+      const index = step < 0 ? this.current : (this.cursor + step) % count;
+      if (index < 0 || (step >= 0 && index === this.current)) continue;
       if (this.lookAt[index] > Date.now() || this.full(index)) continue;
       // Infinity while the call runs: a wake-up that lands meanwhile sets it back to 0 and is kept.
       this.lookAt[index] = Infinity;
@@ -74,7 +83,8 @@ export class PartitionFetcher implements JobSource {
       }
       if (found.pickup.job || found.sentTwice.length > 0) {
         this.lookAt[index] = 0; // more may wait there
-        this.cursor = (index + 1) % count;
+        if (index !== this.current) this.beginTurn(index);
+        this.taken++;
         return { lane, ...found };
       }
       if (this.lookAt[index] === Infinity) this.lookAt[index] = nextLook(found.pickup);
@@ -95,15 +105,43 @@ export class PartitionFetcher implements JobSource {
   }
 
   /**
-   * A finish may take its partition's next job (and its finishes stay batched with the other
-   * slots' of that partition) unless it has done so FAIR_CHAIN times and another partition may
-   * have work that this worker runs nothing of: only such a partition can starve, since any
-   * partition one of its slots serves gets that slot's next jobs.
+   * A finish may take its partition's next job while it is that partition's turn, and the turn
+   * lasts `turn` jobs, or longer while no other partition has work. Then the turn passes to the next
+   * partition with work and the slots move there as their jobs end: the worker's finishes stay
+   * batched in one partition (one call per turn of the event loop, as on a plain queue), and no
+   * partition waits for more than a turn. A slot still in another partition (the turn moved)
+   * goes back to the fetch loop, unless the current partition has nothing ready.
    */
-  mayChain(lane: WorkerLane, chained: number): boolean {
-    if (chained < FAIR_CHAIN) return true;
+  mayChain(lane: WorkerLane): boolean {
     const now = Date.now();
-    return this.lanes.every((other, index) => other === lane || other.running > 0 || this.lookAt[index] > now || this.full(index));
+    if (lane.index !== this.current) return this.current < 0 || this.lookAt[this.current] > now || this.full(this.current);
+    if (this.taken < this.turn) {
+      this.taken++;
+      return true;
+    }
+    const next = this.nextWithWork(now);
+    if (next < 0) {
+      this.taken++;
+      return true;
+    }
+    this.beginTurn(next);
+    return false;
+  }
+
+  /** The first partition after the current one, in turn, that may have work; -1 when none. */
+  private nextWithWork(now: number): number {
+    const count = this.lanes.length;
+    for (let step = 1; step < count; step++) {
+      const index = (this.current + step) % count;
+      if (this.lookAt[index] <= now && !this.full(index)) return index;
+    }
+    return -1;
+  }
+
+  private beginTurn(index: number): void {
+    this.current = index;
+    this.taken = 0;
+    this.cursor = (index + 1) % this.lanes.length;
   }
 
   /**

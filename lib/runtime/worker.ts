@@ -153,7 +153,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (partitions === 1) {
       this.source = new SingleLaneSource(this.lanes[0]);
     } else {
-      const fetcher = new PartitionFetcher(this.lanes, this.options.drainDelay * 1000, this.options.partitionConcurrency);
+      const fetcher = new PartitionFetcher(this.lanes, this.options.drainDelay * 1000, this.options.partitionConcurrency, this.options.concurrency);
       this.source = fetcher;
       this.waker = new PartitionWaker(opts.connection, this.lanes.map((lane) => lane.keys.wake), (i) => fetcher.wake(i), () => fetcher.wakeAll());
     }
