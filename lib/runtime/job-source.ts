@@ -18,8 +18,8 @@ export interface JobSource {
   fetch(token: string): Promise<FetchResult>;
   /** Waits until there may be work (a wake-up, a due delayed job, the end of a rate-limit window, drainDelay). */
   waitForWork(): Promise<void>;
-  /** May a job's finish in `lane` take that lane's next job too, after `chained` jobs in a row there? */
-  mayChain(lane: WorkerLane, chained: number): boolean;
+  /** May a job's finish in `lane` take that lane's next job in the same call (fetch-next)? */
+  mayChain(lane: WorkerLane): boolean;
   /** A job of `lane` ended (its slot is free). */
   freed(lane: WorkerLane): void;
   /** Ends a wait in progress (the worker paused); the next wait waits again. */

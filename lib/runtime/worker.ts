@@ -416,8 +416,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     lane.running++;
     void (async () => {
       let current: ActiveJob | undefined = first;
-      let chained = 0;
-      const fetchNext = () => this.state === 'running' && this.source.mayChain(lane, chained++);
+      const fetchNext = () => this.state === 'running' && this.source.mayChain(lane);
       try {
         while (current && !this.forced) current = await lane.runner.run(current, fetchNext);
       } catch (error) {
