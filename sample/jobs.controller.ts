@@ -31,12 +31,16 @@ export class JobsController {
 
   @Get(':id')
   async show(@Param('id') id: string): Promise<JobView> {
-    const job = await this.queue.getJob(id);
-    if (!job) throw new NotFoundException(`no job ${id} in queue ${REPORTS_QUEUE}`);
+    const found = await this.queue.getJob(id);
+    if (!found) throw new NotFoundException(`no job ${id} in queue ${REPORTS_QUEUE}`);
+    // The state first, then the job as it is now: a job that finished between two reads would
+    // show as failed without its failedReason (or completed without its result).
+    const state = await found.getState();
+    const job = (await this.queue.getJob(id)) ?? found;
     return {
       id: job.id,
       name: job.name,
-      state: await job.getState(),
+      state,
       progress: job.progress,
       result: job.returnvalue,
       failedReason: job.failedReason,

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { EchoMQOptionError, LockManager, Queue, Worker } from '../lib/index.js';
 import { partitionOf } from '../lib/protocol/partitions.js';
+import { orderAcrossPartitions, sliceLikeRange } from '../lib/runtime/partition-order.js';
 import { eventually, masters, newClient, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 
 const closers: Array<() => Promise<unknown>> = [];
@@ -253,5 +254,48 @@ describe('the connections of a partitioned queue\'s worker', () => {
     expect(Math.max(...added)).toBe(1);
     await w.close();
     await eventually(async () => (await wakeSubscribersPerMaster()).every((count, i) => count === before[i]), 5000, 'the subscribers closed');
+  });
+});
+
+describe('review fixes', () => {
+  it('a retried job wakes the workers of its partition (no wait for the full look)', async () => {
+    const name = uniqueQueueName('part');
+    const q = queue(name, 4);
+    let tries = 0;
+    const w = worker(name, 4, async (job) => {
+      if (job.name === 'flaky' && ++tries === 1) {
+        await sleep(100); // the worker's other slot finds the partition empty meanwhile
+        throw new Error('first try fails');
+      }
+      return 'ok';
+    }, { concurrency: 2, drainDelay: 60 });
+    await w.waitUntilReady();
+    await sleep(200);
+    const job = await q.add('flaky', {}, { attempts: 2 });
+    await eventually(async () => (await q.getJob(job.id))?.returnvalue === 'ok', 5000, 'the retry ran');
+    expect(tries).toBe(2);
+  });
+
+  it('adding an existing custom id answers the job of the partition the add went to', async () => {
+    const name = uniqueQueueName('part');
+    const q = queue(name, 4);
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    const other = keys.find((k) => partitionOf(k, 4) !== partitionOf('dup', 4))!;
+    await q.add('x', { by: 'id' }, { jobId: 'dup' });
+    await q.add('x', { by: 'key' }, { jobId: 'dup', partitionKey: other });
+    const again = await q.add('x', { by: 'again' }, { jobId: 'dup', partitionKey: other });
+    expect(again.data).toEqual({ by: 'key' });
+  });
+});
+
+describe('orderAcrossPartitions', () => {
+  const job = (id: string, timestamp: number) => ({ id, timestamp, delay: 0, priority: 0 }) as any;
+  it('keeps each partition\'s order, so a page is the same whatever the page size', () => {
+    // Partition 1's second job was retried: back at the end of its wait, with its old add time.
+    const lists = [[job('0-1', 10), job('0-2', 30)], [job('1-5', 20), job('1-2', 5), job('1-6', 40)]];
+    const all = orderAcrossPartitions('wait', lists).map((j) => j.id);
+    expect(all).toEqual(['0-1', '1-5', '1-2', '0-2', '1-6']);
+    const firstTwo = orderAcrossPartitions('wait', lists.map((l) => l.slice(0, 2))).map((j) => j.id);
+    expect(sliceLikeRange(firstTwo, 0, 1)).toEqual(all.slice(0, 2));
   });
 });

@@ -144,7 +144,8 @@ export class Scripts {
     const calls: ScriptCall[] = [];
     for (let i = 0; i < jobs.length; i += ADD_BATCH) {
       const batch = jobs.slice(i, i + ADD_BATCH);
-      const args: ScriptArg[] = [k.base, this.maxEvents, this.idPrefix];
+      // The id prefix is optional (addJobs-9 tells by the ARGV count): a plain queue's call is as it always was.
+      const args: ScriptArg[] = this.idPrefix === '' ? [k.base, this.maxEvents] : [k.base, this.maxEvents, this.idPrefix];
       for (const job of batch) {
         args.push(job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay, job.priority, job.lifo ? '1' : '0');
       }

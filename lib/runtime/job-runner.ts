@@ -146,6 +146,9 @@ export class JobRunner {
       const delay = backoffDelay(job.opts.backoff, attemptsMade);
       const release: Release = { outcome: 'retried', attemptsMade, mayRemove: false };
       await this.withRetries(job, lock, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), release);
+      // A partitioned queue's workers hear of the job back in wait (or of its due time) on its
+      // partition's wake channel; a plain queue's, by the marker retryJob-12 set.
+      this.context.wake?.();
       lock.release('retried');
       this.events.failed(job, error, true);
       return undefined;

@@ -114,7 +114,8 @@ export class PartitionFetcher implements JobSource {
    */
   mayChain(lane: WorkerLane): boolean {
     const now = Date.now();
-    if (lane.index !== this.current) return this.current < 0 || this.lookAt[this.current] > now || this.full(this.current);
+    // A slot left in another partition stays while no partition but its own may have work for it.
+    if (lane.index !== this.current) return this.lookAt.every((at, index) => index === lane.index || at > now || this.full(index));
     if (this.taken < this.turn) {
       this.taken++;
       return true;

@@ -2,17 +2,27 @@ import type { JobState } from '../protocol/keys.js';
 import type { Job } from './job.js';
 
 /**
- * One state's jobs of every partition as one list, in the order a reader of the whole queue
- * expects: partitions have no order between them, so it is taken from the jobs themselves.
- * Each partition's list is already in its own order, which a stable sort keeps for ties.
+ * One state's jobs of every partition as one list. Each partition's list is in its own order (the
+ * order its jobs will run, or newest finished first), and the merge keeps it: it takes, step by
+ * step, the head that comes first by the jobs' own fields (add time, priority, due time, finish
+ * time). A retried job, back at the end of its partition's wait with its old add time, stays behind
+ * the jobs ahead of it there. Since only heads are compared, the first n of the merge depend only
+ * on the first n of each list: reading each partition's first end + 1 jobs gives the right page.
  */
 export function orderAcrossPartitions<J extends Job<any, any>>(state: JobState, perPartition: J[][]): J[] {
-  const all = perPartition.flat();
-  // Prioritized jobs sort by priority first: two keys, since priority * 2^42 + timestamp would
-  // pass 2^53 and lose the timestamp's low digits.
-  if (state === 'prioritized') return all.sort((a, b) => a.priority - b.priority || a.timestamp - b.timestamp);
-  const key = SORT_KEYS[state];
-  return all.sort((a, b) => key(a) - key(b));
+  const before = state === 'prioritized'
+    ? (a: J, b: J) => a.priority - b.priority || a.timestamp - b.timestamp
+    : (a: J, b: J) => SORT_KEYS[state as Exclude<JobState, 'prioritized'>](a) - SORT_KEYS[state as Exclude<JobState, 'prioritized'>](b);
+  const heads = perPartition.map(() => 0);
+  const merged: J[] = [];
+  for (;;) {
+    let pick = -1;
+    perPartition.forEach((list, p) => {
+      if (heads[p] < list.length && (pick < 0 || before(list[heads[p]], perPartition[pick][heads[pick]]) < 0)) pick = p;
+    });
+    if (pick < 0) return merged;
+    merged.push(perPartition[pick][heads[pick]++]);
+  }
 }
 
 /** Lower sorts first. */

@@ -37,9 +37,13 @@ export class PartitionWaker {
     });
   }
 
-  /** Subscribes to every wake channel; rejects (e.g. Redis older than 7.0 has no SSUBSCRIBE). Once. */
+  /** Subscribes to every wake channel once; rejects when it could not (it can be called again). */
   start(): Promise<void> {
-    this.subscribed ??= this.subscribe();
+    // A failed try is forgotten, so the next start() tries again.
+    this.subscribed ??= this.subscribe().catch((error: unknown) => {
+      this.subscribed = undefined;
+      throw error;
+    });
     return this.subscribed;
   }
 

@@ -67,7 +67,7 @@ export class Queue<Data = unknown, Result = unknown> {
     const { jobId, created } = await part.adds.submit(prepared.job).catch((error: unknown) => {
       throw explainRedisError(error, `add of job "${name}" to queue ${this.name}`);
     });
-    return created ? this.fromPrepared(part, jobId, prepared) : this.getExisting(jobId);
+    return created ? this.fromPrepared(part, jobId, prepared) : this.getExisting(part, jobId);
   }
 
   /**
@@ -95,7 +95,7 @@ export class Queue<Data = unknown, Result = unknown> {
     }));
     return Promise.all(results.map(async ({ part, result }, i) => {
       if (result instanceof Error) throw explainRedisError(result, action);
-      return result.created ? this.fromPrepared(part, result.jobId, prepared[i]) : this.getExisting(result.jobId);
+      return result.created ? this.fromPrepared(part, result.jobId, prepared[i]) : this.getExisting(part, result.jobId);
     }));
   }
 
@@ -278,8 +278,9 @@ export class Queue<Data = unknown, Result = unknown> {
     return new Job<Data, Result>(part.context, jobId, prepared.job.name, prepared.data as Data, stored, prepared.job.timestamp);
   }
 
-  private async getExisting(jobId: string): Promise<Job<Data, Result>> {
-    const job = await this.getJob(jobId);
+  /** The job an add found already there, in the partition the add went to (its id may be in others too). */
+  private async getExisting(part: QueuePart, jobId: string): Promise<Job<Data, Result>> {
+    const [job] = await this.hashes(part, [jobId]);
     if (!job) throw new EchoMQError(-1, jobId, 'addJob-9.lua', 'it existed when added, and was removed since');
     return job;
   }

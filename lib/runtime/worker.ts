@@ -131,7 +131,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       onProgress: (job, progress) => this.emitSafely('progress', job, progress),
       onSwept: (lane, result) => {
         this.lockManager.reportStalled(lane.keys.queueName, this.id, result);
-        if (result.movedToWait.length > 0 && this.waker) {
+        // Back in wait: work for any worker. To failed: room in a partition full under partitionConcurrency.
+        if ((result.movedToWait.length > 0 || result.movedToFailed.length > 0) && this.waker) {
           lane.wake();
           (this.source as PartitionFetcher).wake(lane.index);
         }
@@ -359,14 +360,18 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       void this.close();
       return;
     }
-    try {
-      await this.waker?.start();
-    } catch (error) {
-      if (this.isRunning()) {
+    // The wake channels: a failure (no subscriber for a slot during a failover) is reported and
+    // tried again with the fetch loop's backoff; until then the full look every drainDelay covers.
+    for (let failures = 0; this.waker && this.isRunning(); failures++) {
+      try {
+        await this.waker.start();
+        break;
+      } catch (error) {
+        if (!this.isRunning()) return;
         this.reportError(error as Error);
-        void this.close();
+        const until = Date.now() + Math.min(5000, 100 * 2 ** failures);
+        while (this.isRunning() && Date.now() < until) await this.sleeper.sleep(until - Date.now());
       }
-      return;
     }
     let failures = 0;
     while (this.isRunning()) {
