@@ -299,3 +299,23 @@ describe('orderAcrossPartitions', () => {
     expect(sliceLikeRange(firstTwo, 0, 1)).toEqual(all.slice(0, 2));
   });
 });
+
+describe('the partition count in Redis', () => {
+  it('refuses a Queue or Worker given another count than the queue\'s first client, before anything is added', async () => {
+    const name = uniqueQueueName('part');
+    const q = queue(name, 4);
+    await q.add('x', {});
+    const wrong = new Queue(name, { connection: testConnection(), partitions: 3 });
+    closers.push(() => wrong.close());
+    await expect(wrong.add('y', {})).rejects.toThrow(/was given 3, but the queue has 4 partitions/);
+    await expect(wrong.addBulk([{ name: 'y', data: {} }])).rejects.toThrow(EchoMQOptionError);
+    expect(await q.getJobCounts('wait')).toEqual({ wait: 1 });
+    const errors: Error[] = [];
+    const w = new Worker(name, async () => undefined, { connection: testConnection(), partitions: 8, autorun: false });
+    closers.push(() => w.close());
+    w.on('error', (error) => errors.push(error));
+    await w.run();
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/this worker of queue .* was given 8, but the queue has 4 partitions/)]);
+    expect(await q.getJobCounts('wait')).toEqual({ wait: 1 });
+  });
+});

@@ -11,6 +11,7 @@ import { canNameJob, Job } from './job.js';
 import { JOB_STATES, parseJobState, parseJobStates, type JobStateName } from './job-state.js';
 import { resolveQueueOptions, validateJobOptions, type JobOptions, type QueueOptions, type ResolvedQueueOptions } from './options.js';
 import { LIST_STATES, QueuePart } from './queue-part.js';
+import { partitionCountError } from './partition-count.js';
 import { orderAcrossPartitions, sliceLikeRange } from './partition-order.js';
 import { explainRedisError } from './redis-health.js';
 import { toJson } from './serialize.js';
@@ -31,6 +32,8 @@ export class Queue<Data = unknown, Result = unknown> {
   /** The partition the next job without a routing key goes to. */
   private roundRobin = 0;
   private closing?: Promise<void>;
+  /** A partitioned queue's first add checks its count against the one in Redis (partition-count.ts). */
+  private countChecked?: Promise<void>;
 
   constructor(readonly name: string, opts: QueueOptions = {}) {
     assertQueueName(name);
@@ -63,6 +66,7 @@ export class Queue<Data = unknown, Result = unknown> {
   async add(name: string, data: Data, opts: JobOptions = {}): Promise<Job<Data, Result>> {
     const prepared = this.prepare(name, data, opts, 'add');
     this.assertOpen();
+    if (this.parts.length > 1) await this.checkCount();
     const part = this.route(prepared.opts);
     const { jobId, created } = await part.adds.submit(prepared.job).catch((error: unknown) => {
       throw explainRedisError(error, `add of job "${name}" to queue ${this.name}`);
@@ -78,6 +82,7 @@ export class Queue<Data = unknown, Result = unknown> {
     if (!Array.isArray(jobs)) throw new EchoMQOptionError('addBulk', `takes an array of { name, data, opts }, got ${describe(jobs)}`);
     const prepared = jobs.map((job, i) => this.prepare(job?.name, job?.data, job?.opts ?? {}, `addBulk[${i}]`));
     this.assertOpen();
+    if (this.parts.length > 1) await this.checkCount();
     const action = `addBulk of ${jobs.length} jobs to queue ${this.name}`;
     const byPart = new Map<QueuePart, number[]>();
     prepared.forEach((p, i) => {
@@ -228,6 +233,17 @@ export class Queue<Data = unknown, Result = unknown> {
 
   private assertOpen(): void {
     if (this.closing) throw new Error(`queue ${this.name} is closed: it takes no more jobs`);
+  }
+
+  /** Once per Queue (again after a failure): refuses adds when Redis records another partition count. */
+  private checkCount(): Promise<void> {
+    this.countChecked ??= partitionCountError(this.client, this.parts[0].keys, this.name, this.parts.length, 'this Queue').then((mismatch) => {
+      if (mismatch) throw mismatch;
+    }).catch((error: unknown) => {
+      this.countChecked = undefined;
+      throw error;
+    });
+    return this.countChecked;
   }
 
   /** The partition a job goes to: by its partitionKey, else its custom id, else round-robin. */

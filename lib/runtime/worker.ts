@@ -12,6 +12,7 @@ import { SingleLaneSource, type JobSource } from './job-source.js';
 import type { ActiveJob, ProcessorFunction } from './job-runner.js';
 import { LockManager } from './lock-manager.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
+import { partitionCountError } from './partition-count.js';
 import { PartitionFetcher } from './partition-fetcher.js';
 import { PartitionWaker } from './partition-waker.js';
 import { evictionPolicyWarning, PARTITIONS_NEED, redisVersionError } from './redis-health.js';
@@ -359,6 +360,14 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       this.reportError(tooOld);
       void this.close();
       return;
+    }
+    if (this.waker) {
+      const mismatch = await partitionCountError(this.client, this.lanes[0].keys, this.name, this.lanes.length, 'this worker').catch(() => undefined);
+      if (mismatch) {
+        this.reportError(mismatch);
+        void this.close();
+        return;
+      }
     }
     // The wake channels: a failure (no subscriber for a slot during a failover) is reported and
     // tried again with the fetch loop's backoff; until then the full look every drainDelay covers.
