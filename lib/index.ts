@@ -14,20 +14,20 @@ export type { RedisClient } from './protocol/script.js';
 export type { RateLimit } from './protocol/scripts.js';
 
 // The runtime.
-export { Queue, type JobCounts } from './runtime/queue.js';
-export { CloseTimeoutError } from './runtime/close-timeout-error.js';
-export { Worker, type WorkerConstructorOptions, type WorkerEvents, type WorkerState } from './runtime/worker.js';
-export { Job, CorruptJobError, JobNotFoundError } from './runtime/job.js';
-export type { JobStateName, JobStateOrUnknown } from './runtime/job-state.js';
-export type { ProcessorContext, ProcessorFunction } from './runtime/job-runner.js';
+export { Queue, type JobCounts } from './runtime/queue/queue.js';
+export { CloseTimeoutError } from './runtime/worker/close-timeout-error.js';
+export { Worker, type WorkerConstructorOptions, type WorkerEvents, type WorkerState } from './runtime/worker/worker.js';
+export { Job, CorruptJobError, JobNotFoundError } from './runtime/queue/job.js';
+export type { JobStateName, JobStateOrUnknown } from './runtime/queue/job-state.js';
+export type { ProcessorContext, ProcessorFunction } from './runtime/worker/job-runner.js';
 export {
   QueueEvents,
   type QueueEvent,
   type QueueEventName,
   type QueueEventsListeners,
   type WithPartition,
-} from './runtime/queue-events.js';
-export { LockManager, LockLostError, type LockManagerOptions } from './runtime/lock-manager.js';
+} from './runtime/events/queue-events.js';
+export { LockManager, LockLostError, type LockManagerOptions } from './runtime/locks/lock-manager.js';
 export {
   forQueue,
   forWorker,
@@ -40,7 +40,7 @@ export {
   type LockReleasedEvent,
   type LockRenewalFailedEvent,
   type LockRenewedEvent,
-} from './runtime/lock-events.js';
+} from './runtime/locks/lock-events.js';
 export type {
   BackoffOptions,
   JobOptions,
@@ -53,7 +53,7 @@ export type {
 } from './runtime/options.js';
 export type { ConnectionInput } from './runtime/connection.js';
 export { RedisFullError, RedisVersionError } from './runtime/redis-health.js';
-export { UnrecoverableError } from './runtime/unrecoverable-error.js';
+export { UnrecoverableError } from './runtime/worker/unrecoverable-error.js';
 
 // The Nest integration.
 export {

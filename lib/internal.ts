@@ -44,10 +44,10 @@ export {
   validateJobOptions,
   type ResolvedQueueEventsOptions,
 } from './runtime/options.js';
-export { JOB_STATES, getJobState, parseJobState, parseJobStates } from './runtime/job-state.js';
-export { canNameJob, type JobContext } from './runtime/job.js';
-export { JobRunner, type ActiveJob, type RunnerEvents } from './runtime/job-runner.js';
-export { RENEWAL_CHUNK, WorkerLocks, validateHolder, type JobLock, type LockHolder } from './runtime/lock-manager.js';
+export { JOB_STATES, getJobState, parseJobState, parseJobStates } from './runtime/queue/job-state.js';
+export { canNameJob, type JobContext } from './runtime/queue/job.js';
+export { JobRunner, type ActiveJob, type RunnerEvents } from './runtime/worker/job-runner.js';
+export { RENEWAL_CHUNK, WorkerLocks, validateHolder, type JobLock, type LockHolder } from './runtime/locks/lock-manager.js';
 export { closeClient, connect, connectBlocking, dropClient, isClient, type OwnedClient } from './runtime/connection.js';
 export { MIN_REDIS_VERSION, evictionPolicyWarning, explainRedisError, redisVersionError } from './runtime/redis-health.js';
-export { FINISH_EVENT_SCAN } from './runtime/wait-until-finished.js';
+export { FINISH_EVENT_SCAN } from './runtime/queue/wait-until-finished.js';

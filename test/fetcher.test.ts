@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import type { Cluster, Redis } from 'ioredis';
 import { Keys } from '../lib/index.js';
 import { Scripts } from '../lib/internal.js';
-import { Fetcher } from '../lib/runtime/fetcher.js';
+import { Fetcher } from '../lib/runtime/worker/fetcher.js';
 import { eventually, masters, newClient, uniqueQueueName } from './support/redis.js';
 
 // The Fetcher's idle wait against real Redis: a delayed job's due time ends the wait by a local

@@ -1,6 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { LockManager } from '../runtime/lock-manager.js';
+import { LockManager } from '../runtime/locks/lock-manager.js';
 import { ConfigRegistry } from './config.registry.js';
 import { EchoMQExplorer } from './echomq.explorer.js';
 import { EchoMQMetadataAccessor } from './echomq-metadata.accessor.js';

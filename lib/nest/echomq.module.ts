@@ -1,5 +1,5 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
-import type { Queue } from '../runtime/queue.js';
+import type { Queue } from '../runtime/queue/queue.js';
 import { DEFAULT_CONFIG_KEY } from './echomq.constants.js';
 import { EchoMQCoreModule } from './echomq-core.module.js';
 import type {

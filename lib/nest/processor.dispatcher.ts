@@ -1,9 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ContextIdFactory, ModuleRef } from '@nestjs/core';
-import { Job } from '../runtime/job.js';
-import type { ProcessorContext, ProcessorFunction } from '../runtime/job-runner.js';
-import { UnrecoverableError } from '../runtime/unrecoverable-error.js';
-import type { Worker } from '../runtime/worker.js';
+import { Job } from '../runtime/queue/job.js';
+import type { ProcessorContext, ProcessorFunction } from '../runtime/worker/job-runner.js';
+import { UnrecoverableError } from '../runtime/worker/unrecoverable-error.js';
+import type { Worker } from '../runtime/worker/worker.js';
 import type { ProcessorDefinition } from './echomq.explorer.js';
 import { NO_HANDLER } from './echomq.messages.js';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EchoMQOptionError } from '../protocol/errors.js';
 import { resolvePartitions } from '../protocol/partitions.js';
-import { Queue } from '../runtime/queue.js';
+import { Queue } from '../runtime/queue/queue.js';
 import { ConfigRegistry } from './config.registry.js';
 import { DEFAULT_CONFIG_KEY } from './echomq.constants.js';
 import type { QueueSettings } from './echomq.interfaces.js';

@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import { EchoMQOptionError } from '../protocol/errors.js';
-import { LockManager } from '../runtime/lock-manager.js';
-import { Worker } from '../runtime/worker.js';
+import { LockManager } from '../runtime/locks/lock-manager.js';
+import { Worker } from '../runtime/worker/worker.js';
 import { ConfigRegistry } from './config.registry.js';
 import { EchoMQExplorer, type ProcessorDefinition } from './echomq.explorer.js';
 import { INVALID_PROCESSOR_OPTIONS, NOT_INITIALIZED, PROCESSOR_PARTITIONS_MISMATCH, WORKERS_CLOSED } from './echomq.messages.js';

@@ -4,7 +4,7 @@ import { DEFAULT_PREFIX } from '../protocol/keys.js';
 import { assertPartitionKey, resolvePartitions } from '../protocol/partitions.js';
 import type { RateLimit } from '../protocol/scripts.js';
 import type { ConnectionInput } from './connection.js';
-import { DEFAULT_MAX_DATA_BYTES } from './serialize.js';
+import { DEFAULT_MAX_DATA_BYTES } from './queue/serialize.js';
 import { MAX_TIMER_MS } from './sleeper.js';
 
 /** How long to wait before each retry of a failed job. */

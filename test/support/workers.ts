@@ -1,5 +1,5 @@
 import { Queue, Worker, type ConnectionInput, type Job, type WorkerConstructorOptions } from '../../lib/index.js';
-import type { ProcessorFunction } from '../../lib/runtime/job-runner.js';
+import type { ProcessorFunction } from '../../lib/runtime/worker/job-runner.js';
 import { testConnection, uniqueQueueName } from './redis.js';
 
 /**

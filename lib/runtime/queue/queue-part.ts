@@ -1,7 +1,7 @@
-import { Keys, type JobState } from '../protocol/keys.js';
-import { autoIdPrefix, partitionQueueName } from '../protocol/partitions.js';
-import type { RedisClient } from '../protocol/script.js';
-import { ADD_BATCH, Scripts, type NewJob } from '../protocol/scripts.js';
+import { Keys, type JobState } from '../../protocol/keys.js';
+import { autoIdPrefix, partitionQueueName } from '../../protocol/partitions.js';
+import type { RedisClient } from '../../protocol/script.js';
+import { ADD_BATCH, Scripts, type NewJob } from '../../protocol/scripts.js';
 import { CallBatcher } from './call-batcher.js';
 import type { JobContext } from './job.js';
 

@@ -1,11 +1,11 @@
-import { EchoMQError, EchoMQOptionError } from '../protocol/errors.js';
-import type { Keys } from '../protocol/keys.js';
-import { assertCustomJobId, describe } from '../protocol/names.js';
-import type { RedisClient } from '../protocol/script.js';
-import type { Scripts } from '../protocol/scripts.js';
+import { EchoMQError, EchoMQOptionError } from '../../protocol/errors.js';
+import type { Keys } from '../../protocol/keys.js';
+import { assertCustomJobId, describe } from '../../protocol/names.js';
+import type { RedisClient } from '../../protocol/script.js';
+import type { Scripts } from '../../protocol/scripts.js';
 import { getJobState, type JobStateOrUnknown } from './job-state.js';
-import type { JobOptions } from './options.js';
-import type { QueueEvents } from './queue-events.js';
+import type { JobOptions } from '../options.js';
+import type { QueueEvents } from '../events/queue-events.js';
 import { fromJson, toJson } from './serialize.js';
 import { waitUntilFinished } from './wait-until-finished.js';
 
@@ -15,7 +15,7 @@ export interface JobContext {
   keys: Keys;
   scripts: Scripts;
   client: RedisClient;
-  /** A partitioned queue's: tells its workers the job's partition has work again (lib/runtime/queue-part.ts). */
+  /** A partitioned queue's: tells its workers the job's partition has work again (lib/runtime/queue/queue-part.ts). */
   wake?(): void;
   /** Told when a job updates its progress (a Worker sets it, to emit its `progress` event). */
   onProgress?(job: Job, progress: unknown): void;

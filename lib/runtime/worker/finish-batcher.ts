@@ -1,6 +1,6 @@
-import { EchoMQError } from '../protocol/errors.js';
-import type { Finish, Pickup, RateLimit, Scripts } from '../protocol/scripts.js';
-import { CallBatcher } from './call-batcher.js';
+import { EchoMQError } from '../../protocol/errors.js';
+import type { Finish, Pickup, RateLimit, Scripts } from '../../protocol/scripts.js';
+import { CallBatcher } from '../queue/call-batcher.js';
 
 /**
  * How a worker sends its finishes: one alone as moveToFinished-14, several that are ready

@@ -1,9 +1,9 @@
-import type { Keys } from '../protocol/keys.js';
-import type { RedisClient } from '../protocol/script.js';
-import type { Pickup, RateLimit, Scripts } from '../protocol/scripts.js';
-import { dropClient, dropCounter, type DropCounter } from './connection.js';
+import type { Keys } from '../../protocol/keys.js';
+import type { RedisClient } from '../../protocol/script.js';
+import type { Pickup, RateLimit, Scripts } from '../../protocol/scripts.js';
+import { dropClient, dropCounter, type DropCounter } from '../connection.js';
 import { findAllByLockToken, type HandedOverJob } from './handover-recovery.js';
-import { Sleeper } from './sleeper.js';
+import { Sleeper } from '../sleeper.js';
 
 /** The worker settings a fetch uses. */
 export interface FetchSettings {

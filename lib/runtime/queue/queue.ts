@@ -1,19 +1,19 @@
-import { EchoMQError, EchoMQOptionError } from '../protocol/errors.js';
-import type { Keys } from '../protocol/keys.js';
-import { assertQueueName, describe } from '../protocol/names.js';
+import { EchoMQError, EchoMQOptionError } from '../../protocol/errors.js';
+import type { Keys } from '../../protocol/keys.js';
+import { assertQueueName, describe } from '../../protocol/names.js';
 import {
   assertCustomIdForPartitions, assertPartitionedName, partitionOf, partitionOfAutoId, routingKeyOf,
-} from '../protocol/partitions.js';
-import type { RedisClient } from '../protocol/script.js';
-import type { NewJob } from '../protocol/scripts.js';
-import { closeClient, connect } from './connection.js';
+} from '../../protocol/partitions.js';
+import type { RedisClient } from '../../protocol/script.js';
+import type { NewJob } from '../../protocol/scripts.js';
+import { closeClient, connect } from '../connection.js';
 import { canNameJob, Job } from './job.js';
 import { JOB_STATES, parseJobState, parseJobStates, type JobStateName } from './job-state.js';
-import { resolveQueueOptions, validateJobOptions, type JobOptions, type QueueOptions, type ResolvedQueueOptions } from './options.js';
+import { resolveQueueOptions, validateJobOptions, type JobOptions, type QueueOptions, type ResolvedQueueOptions } from '../options.js';
 import { LIST_STATES, QueuePart } from './queue-part.js';
 import { partitionCountError } from './partition-count.js';
 import { orderAcrossPartitions, sliceLikeRange } from './partition-order.js';
-import { explainRedisError } from './redis-health.js';
+import { explainRedisError } from '../redis-health.js';
 import { toJson } from './serialize.js';
 
 /** How many jobs each state holds, keyed by the name the caller used (`waiting` or `wait`). */

@@ -1,13 +1,13 @@
-import { Keys } from '../protocol/keys.js';
-import { autoIdPrefix, partitionQueueName } from '../protocol/partitions.js';
-import type { RedisClient } from '../protocol/script.js';
-import { Scripts, type SweepResult } from '../protocol/scripts.js';
+import { Keys } from '../../protocol/keys.js';
+import { autoIdPrefix, partitionQueueName } from '../../protocol/partitions.js';
+import type { RedisClient } from '../../protocol/script.js';
+import { Scripts, type SweepResult } from '../../protocol/scripts.js';
 import { Fetcher } from './fetcher.js';
 import { FinishBatcher } from './finish-batcher.js';
-import type { JobContext } from './job.js';
+import type { JobContext } from '../queue/job.js';
 import { JobRunner, type ProcessorFunction, type RunnerEvents } from './job-runner.js';
-import type { LockManager, WorkerLocks } from './lock-manager.js';
-import type { ResolvedWorkerOptions } from './options.js';
+import type { LockManager, WorkerLocks } from '../locks/lock-manager.js';
+import type { ResolvedWorkerOptions } from '../options.js';
 import { StalledSweeper } from './stalled-sweeper.js';
 
 /** What a lane needs from its worker. */

@@ -1,4 +1,4 @@
-import { EchoMQOptionError } from '../protocol/errors.js';
+import { EchoMQOptionError } from '../../protocol/errors.js';
 
 /** Default cap on one job's data, as JSON: large payloads belong in a store, with the key in the job. */
 export const DEFAULT_MAX_DATA_BYTES = 1024 * 1024;

@@ -1,7 +1,7 @@
 import { filter, firstValueFrom, timeout as rxTimeout } from 'rxjs';
-import { EchoMQOptionError } from '../protocol/errors.js';
+import { EchoMQOptionError } from '../../protocol/errors.js';
 import { JobNotFoundError, type JobContext } from './job.js';
-import type { QueueEvent, QueueEvents } from './queue-events.js';
+import type { QueueEvent, QueueEvents } from '../events/queue-events.js';
 import { fromJson } from './serialize.js';
 
 /** How many of the newest stream entries are searched for the end of a job whose hash is gone. */

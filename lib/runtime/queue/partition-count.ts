@@ -1,6 +1,6 @@
-import { EchoMQOptionError } from '../protocol/errors.js';
-import type { Keys } from '../protocol/keys.js';
-import type { RedisClient } from '../protocol/script.js';
+import { EchoMQOptionError } from '../../protocol/errors.js';
+import type { Keys } from '../../protocol/keys.js';
+import type { RedisClient } from '../../protocol/script.js';
 
 /**
  * A partitioned queue's count, kept in Redis: the first client of the queue writes it into

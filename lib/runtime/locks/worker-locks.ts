@@ -1,13 +1,13 @@
-import { codeMeaning } from '../protocol/codes.js';
-import { EchoMQOptionError } from '../protocol/errors.js';
-import { describe } from '../protocol/names.js';
-import { runPipelined, type RedisClient, type ScriptCall } from '../protocol/script.js';
-import { parseLockFailures, type Scripts } from '../protocol/scripts.js';
+import { codeMeaning } from '../../protocol/codes.js';
+import { EchoMQOptionError } from '../../protocol/errors.js';
+import { describe } from '../../protocol/names.js';
+import { runPipelined, type RedisClient, type ScriptCall } from '../../protocol/script.js';
+import { parseLockFailures, type Scripts } from '../../protocol/scripts.js';
 import type {
   HeartbeatErrorEvent, HeartbeatLateEvent, LockAcquiredEvent, LockReleasedEvent,
   LockRenewalFailedEvent, LockRenewedEvent,
 } from './lock-events.js';
-import { assertRenewBelowLock } from './options.js';
+import { assertRenewBelowLock } from '../options.js';
 import type { HeartbeatTimer, SharedHeartbeat } from './heartbeat-timer.js';
 import type { RenewalLease } from './renewal-connections.js';
 

@@ -1,4 +1,4 @@
-import type { JobState } from '../protocol/keys.js';
+import type { JobState } from '../../protocol/keys.js';
 import type { Job } from './job.js';
 
 /**

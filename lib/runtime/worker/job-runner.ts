@@ -1,12 +1,12 @@
 import { v4 as uuid } from 'uuid';
-import { EchoMQError } from '../protocol/errors.js';
-import type { Finish, Scripts } from '../protocol/scripts.js';
+import { EchoMQError } from '../../protocol/errors.js';
+import type { Finish, Scripts } from '../../protocol/scripts.js';
 import type { FinishBatcher } from './finish-batcher.js';
 import { HandoverRecovery } from './handover-recovery.js';
-import { CorruptJobError, Job, type JobContext } from './job.js';
-import { LockLostError, type JobLock, type WorkerLocks } from './worker-locks.js';
-import { backoffDelay, keepRule } from './options.js';
-import { toJson } from './serialize.js';
+import { CorruptJobError, Job, type JobContext } from '../queue/job.js';
+import { LockLostError, type JobLock, type WorkerLocks } from '../locks/worker-locks.js';
+import { backoffDelay, keepRule } from '../options.js';
+import { toJson } from '../queue/serialize.js';
 import { UnrecoverableError } from './unrecoverable-error.js';
 
 /** What a processor gets besides the job. */

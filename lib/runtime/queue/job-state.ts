@@ -1,7 +1,7 @@
-import { EchoMQOptionError } from '../protocol/errors.js';
-import type { JobState, Keys } from '../protocol/keys.js';
-import { describe } from '../protocol/names.js';
-import type { RedisClient } from '../protocol/script.js';
+import { EchoMQOptionError } from '../../protocol/errors.js';
+import type { JobState, Keys } from '../../protocol/keys.js';
+import { describe } from '../../protocol/names.js';
+import type { RedisClient } from '../../protocol/script.js';
 
 export type JobStateOrUnknown = JobState | 'unknown';
 

@@ -1,6 +1,6 @@
 import { merge, Observable, Subject } from 'rxjs';
-import { EchoMQOptionError } from '../protocol/errors.js';
-import type { SweepResult } from '../protocol/scripts.js';
+import { EchoMQOptionError } from '../../protocol/errors.js';
+import type { SweepResult } from '../../protocol/scripts.js';
 import type {
   HeartbeatErrorEvent, HeartbeatLateEvent, JobStalledEvent, LockAcquiredEvent, LockEvent,
   LockReleasedEvent, LockRenewalFailedEvent, LockRenewedEvent,
