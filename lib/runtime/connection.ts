@@ -1,4 +1,4 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisClient } from '../protocol/script.js';
 
 /**
@@ -46,14 +46,7 @@ export function connectBlocking(input: ConnectionInput | undefined): RedisClient
  * worker listens on every partition with one connection per node. Named `<name or echomq>:wake`.
  */
 export function connectSubscriber(input: ConnectionInput | undefined): RedisClient {
-  if (input instanceof Cluster) {
-    const named = `${input.options.redisOptions?.connectionName ?? 'echomq'}:wake`;
-    return quiet(input.duplicate([], { shardedSubscribers: true, redisOptions: { ...input.options.redisOptions, connectionName: named } }) as RedisClient);
-  }
-  if (input instanceof Redis) return quiet(input.duplicate({ ...RESILIENT, connectionName: `${input.options.connectionName ?? 'echomq'}:wake` }) as RedisClient);
-  const options: RedisOptions = typeof input === 'string' ? {} : { ...input };
-  const client = typeof input === 'string' ? new Redis(input, { ...RESILIENT, connectionName: 'echomq:wake' }) : new Redis({ ...options, ...RESILIENT, connectionName: `${options.connectionName ?? 'echomq'}:wake` });
-  return quiet(client);
+  return connectNamed(input, 'wake', { shardedSubscribers: true });
 }
 
 /**
@@ -71,16 +64,21 @@ export function connectRenewal(source: RedisClient): RedisClient {
  * per partition on a Cluster, and they are told apart from the app's other connections by name.
  */
 export function connectEventsReader(input: ConnectionInput | undefined): RedisClient {
-  if (isClient(input)) return duplicateNamed(input, 'events');
-  if (typeof input === 'string') return quiet(new Redis(input, { ...RESILIENT, connectionName: 'echomq:events' }));
-  return create({ ...input, connectionName: `${input?.connectionName ?? 'echomq'}:events` });
+  return connectNamed(input, 'events');
 }
 
-/** A duplicate of `source` with the same options, named `<source name or echomq>:<role>`. */
-function duplicateNamed(source: RedisClient, role: string): RedisClient {
+/** A connection of its own for `role`, as connectBlocking makes it, named `<connectionName or echomq>:<role>`. */
+function connectNamed(input: ConnectionInput | undefined, role: string, clusterOptions: ClusterOptions = {}): RedisClient {
+  if (isClient(input)) return duplicateNamed(input, role, clusterOptions);
+  if (typeof input === 'string') return quiet(new Redis(input, { ...RESILIENT, connectionName: `echomq:${role}` }));
+  return create({ ...input, connectionName: `${input?.connectionName ?? 'echomq'}:${role}` });
+}
+
+/** A duplicate of `source` with the same options (and, on a Cluster, `clusterOptions`), named `<source name or echomq>:<role>`. */
+function duplicateNamed(source: RedisClient, role: string, clusterOptions: ClusterOptions = {}): RedisClient {
   if (source instanceof Cluster) {
     const named = `${source.options.redisOptions?.connectionName ?? 'echomq'}:${role}`;
-    return quiet(source.duplicate([], { redisOptions: { ...source.options.redisOptions, connectionName: named } }) as RedisClient);
+    return quiet(source.duplicate([], { ...clusterOptions, redisOptions: { ...source.options.redisOptions, connectionName: named } }) as RedisClient);
   }
   return quiet(source.duplicate({ ...RESILIENT, connectionName: `${source.options.connectionName ?? 'echomq'}:${role}` }) as RedisClient);
 }

@@ -3,6 +3,7 @@ import { autoIdPrefix, partitionQueueName } from '../../protocol/partitions.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { ADD_BATCH, Scripts, type NewJob } from '../../protocol/scripts.js';
 import { CallBatcher } from './call-batcher.js';
+import { publishWake } from '../wake-channel.js';
 import type { JobContext } from './job.js';
 
 export interface AddedJob {
@@ -65,15 +66,9 @@ export class QueuePart {
     return call.finally(() => this.wake());
   }
 
-  /**
-   * Tells the workers of a partitioned queue that this partition may have work (SPUBLISH on its
-   * wake channel, once the call that made the work has answered). A plain
-   * queue's workers block on the marker instead: nothing is sent. Lost or failed, a wake-up only
-   * delays a worker until its next look at every partition (drainDelay).
-   */
+  /** Wakes this partition's workers (publishWake); a plain queue's block on the marker instead. */
   wake(): void {
-    if (this.partitions === 1) return;
-    void this.client.spublish(this.keys.wake, '').catch(() => undefined);
+    if (this.partitions > 1) publishWake(this.client, this.keys);
   }
 
   /** The ids of one state, in the order getJobs answers (next to run first; newest finished first). */

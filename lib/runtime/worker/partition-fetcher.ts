@@ -151,7 +151,11 @@ export class PartitionFetcher implements JobSource {
    * others hear it on the wake channel.
    */
   freed(lane: WorkerLane): void {
-    if (!Number.isFinite(this.perPartition)) return;
+    if (Number.isFinite(this.perPartition)) this.announce(lane);
+  }
+
+  /** `lane`'s partition has work or room: every worker of the queue hears it, this one at once. */
+  announce(lane: WorkerLane): void {
     lane.wake();
     this.wake(lane.index);
   }

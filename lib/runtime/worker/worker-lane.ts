@@ -9,6 +9,7 @@ import { JobRunner, type ProcessorFunction, type RunnerEvents } from './job-runn
 import type { LockManager, WorkerLocks } from '../locks/lock-manager.js';
 import type { ResolvedWorkerOptions } from '../options.js';
 import { StalledSweeper } from './stalled-sweeper.js';
+import { publishWake } from '../wake-channel.js';
 
 /** What a lane needs from its worker. */
 export interface LaneOwner {
@@ -68,8 +69,8 @@ export class WorkerLane {
     this.runner = new JobRunner(owner.processor, this.scripts, context, this.locks, lockDuration, this.finisher, owner.runnerEvents);
   }
 
-  /** Tells the other workers of a partitioned queue that this partition has work (see QueuePart.wake). */
+  /** Tells the workers of a partitioned queue that this partition has work (publishWake). */
   wake(): void {
-    void this.client.spublish(this.keys.wake, '').catch(() => undefined);
+    publishWake(this.client, this.keys);
   }
 }

@@ -86,6 +86,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private readonly ownsLockManager: boolean;
   private readonly lanes: WorkerLane[] = [];
   private readonly source: JobSource;
+  /** The source of a partitioned queue's worker (the same object as `source`). */
+  private readonly partitionFetcher?: PartitionFetcher;
   private state: WorkerState = 'created';
   /**
    * Every wait of the worker sleeps here (a free slot, resume, running jobs ending, the error
@@ -133,10 +135,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       onSwept: (lane, result) => {
         this.lockManager.reportStalled(lane.keys.queueName, this.id, result);
         // Back in wait: work for any worker. To failed: room in a partition full under partitionConcurrency.
-        if ((result.movedToWait.length > 0 || result.movedToFailed.length > 0) && this.waker) {
-          lane.wake();
-          (this.source as PartitionFetcher).wake(lane.index);
-        }
+        if (result.movedToWait.length > 0 || result.movedToFailed.length > 0) this.partitionFetcher?.announce(lane);
         for (const { jobId } of result.movedToWait) this.emitSafely('stalled', jobId, 'wait');
         for (const { jobId } of result.movedToFailed) this.emitSafely('stalled', jobId, 'failed');
       },
@@ -156,6 +155,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       this.source = new SingleLaneSource(this.lanes[0]);
     } else {
       const fetcher = new PartitionFetcher(this.lanes, this.options.drainDelay * 1000, this.options.partitionConcurrency, this.options.concurrency);
+      this.partitionFetcher = fetcher;
       this.source = fetcher;
       this.waker = new PartitionWaker(opts.connection, this.lanes.map((lane) => lane.keys.wake), (i) => fetcher.wake(i), () => fetcher.wakeAll());
     }
@@ -355,33 +355,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   /** Fetches while there is a free slot; blocks on the marker when the queue has nothing ready. */
   private async fetchLoop(): Promise<void> {
-    const tooOld = await redisVersionError(this.client, this.waker ? PARTITIONS_NEED : undefined);
-    if (tooOld) {
-      this.reportError(tooOld);
-      void this.close();
-      return;
-    }
-    if (this.waker) {
-      const mismatch = await partitionCountError(this.client, this.lanes[0].keys, this.name, this.lanes.length, 'this worker').catch(() => undefined);
-      if (mismatch) {
-        this.reportError(mismatch);
-        void this.close();
-        return;
-      }
-    }
-    // The wake channels: a failure (no subscriber for a slot during a failover) is reported and
-    // tried again with the fetch loop's backoff; until then the full look every drainDelay covers.
-    for (let failures = 0; this.waker && this.isRunning(); failures++) {
-      try {
-        await this.waker.start();
-        break;
-      } catch (error) {
-        if (!this.isRunning()) return;
-        this.reportError(error as Error);
-        const until = Date.now() + Math.min(5000, 100 * 2 ** failures);
-        while (this.isRunning() && Date.now() < until) await this.sleeper.sleep(until - Date.now());
-      }
-    }
+    if (!(await this.preflight())) return;
     let failures = 0;
     while (this.isRunning()) {
       if (this.state === 'paused' || this.running >= this.options.concurrency) {
@@ -418,10 +392,43 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       } catch (error) {
         if (!this.isRunning()) continue; // closing: the error is its dropped connection
         this.reportError(error as Error);
-        const until = Date.now() + Math.min(5000, 100 * 2 ** failures++);
-        while (this.isRunning() && Date.now() < until) await this.sleeper.sleep(until - Date.now());
+        await this.backOff(failures++);
       }
     }
+  }
+
+  /**
+   * What must hold before the first pickup: a Redis recent enough on every master; for a
+   * partitioned queue, the partition count Redis records, and the wake channels subscribed. A
+   * refusal is reported and closes the worker (false); a failed subscription (no subscriber for a
+   * slot during a failover) is reported and tried again with the fetch loop's backoff.
+   */
+  private async preflight(): Promise<boolean> {
+    const partitioned = this.waker !== undefined;
+    const refusal = (await redisVersionError(this.client, partitioned ? PARTITIONS_NEED : undefined))
+      ?? (partitioned ? await partitionCountError(this.client, this.lanes[0].keys, this.name, this.lanes.length, 'this worker').catch(() => undefined) : undefined);
+    if (refusal) {
+      this.reportError(refusal);
+      void this.close();
+      return false;
+    }
+    for (let failures = 0; this.waker && this.isRunning(); failures++) {
+      try {
+        await this.waker.start();
+        return true;
+      } catch (error) {
+        if (!this.isRunning()) return false;
+        this.reportError(error as Error);
+        await this.backOff(failures);
+      }
+    }
+    return this.isRunning();
+  }
+
+  /** After the n-th failure in a row: 100 ms doubling up to 5 s, cut short by close(). */
+  private async backOff(failures: number): Promise<void> {
+    const until = Date.now() + Math.min(5000, 100 * 2 ** failures);
+    while (this.isRunning() && Date.now() < until) await this.sleeper.sleep(until - Date.now());
   }
 
   /** Runs a job and then each job fetch-next hands over (from the same lane), in one slot. */
