@@ -8,18 +8,20 @@ import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-process.js';
 import { addBulk, addConcurrent, addOne } from './add-scenarios.mjs';
 import { processConcurrency1, processConcurrency50, processFourProcesses } from './process-scenarios.mjs';
-import { addToStart, delayedFiring } from './latency-scenarios.mjs';
+import { addToStart, delayedFiring, schedulerFiring } from './latency-scenarios.mjs';
 import { CheckFailed } from './measure.mjs';
+import { flow } from './flow-scenario.mjs';
 import { partitions } from './partition-scenario.mjs';
+import { sandboxedProcesses, sandboxedThreads } from './sandbox-scenarios.mjs';
 import { formatNumber, median, renderTable } from './stats.mjs';
 import { connectionOf, SYSTEMS } from './systems.mjs';
 
 const SIZES = {
-  quick: { rounds: 3, addOne: 2000, addConcurrent: 5000, addBulk: 10000, process1: 5000, process50: 10000, processes4: 10000, latency: 300, delayed: 100, partitions: 10000 },
-  full: { rounds: 5, addOne: 5000, addConcurrent: 20000, addBulk: 50000, process1: 10000, process50: 30000, processes4: 30000, latency: 1000, delayed: 300, partitions: 30000 },
+  quick: { rounds: 3, addOne: 2000, addConcurrent: 5000, addBulk: 10000, process1: 5000, process50: 10000, processes4: 10000, latency: 300, delayed: 100, scheduler: 50, partitions: 10000, sandboxed: 10000, flows: 10 },
+  full: { rounds: 5, addOne: 5000, addConcurrent: 20000, addBulk: 50000, process1: 10000, process50: 30000, processes4: 30000, latency: 1000, delayed: 300, scheduler: 100, partitions: 30000, sandboxed: 30000, flows: 30 },
 };
 /** The default set: EchoMQ against BullMQ on one redis-server. */
-const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, processConcurrency50, processFourProcesses, addToStart, delayedFiring];
+const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, processConcurrency50, processFourProcesses, addToStart, delayedFiring, schedulerFiring, sandboxedThreads, sandboxedProcesses, flow];
 /**
  * Opt-in, run only when --only names them: each starts a Redis Cluster of its own (three
  * redis-servers more on a 2-core machine, and a minute or more), and compares EchoMQ with itself.
@@ -171,7 +173,7 @@ function tableRows(scenarios, results, sizes) {
     const bullRuns = bySystem.get('bullmq');
     const failed = [echoRuns, bullRuns].map((runs) => runs.filter((run) => run.failed).length);
     rows.push([`${scenario.name} (${scenario.size(sizes)} jobs)`, failed[0] ? `FAILED ${failed[0]}` : '', failed[1] ? `FAILED ${failed[1]}` : '', '']);
-    for (const [figure, label] of scenario.latency ? LATENCY_FIGURES : THROUGHPUT_FIGURES) {
+    for (const [figure, label] of scenario.figures ?? (scenario.latency ? LATENCY_FIGURES : THROUGHPUT_FIGURES)) {
       row(`  ${label}`, medianOf(echoRuns, figure), medianOf(bullRuns, figure));
     }
   }

@@ -1,8 +1,8 @@
 // The two systems under test behind one small interface, so every scenario runs the same code
 // against each. Both get default options; only the connection (always explicit: the machine's
 // shared Redis on 6379 must never be reached by accident) and the concurrency are set.
-import { Queue as EchoQueue, Worker as EchoWorker } from '../dist/lib/index.js';
-import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
+import { FlowProducer as EchoFlowProducer, Queue as EchoQueue, Worker as EchoWorker } from '../dist/lib/index.js';
+import { FlowProducer as BullFlowProducer, Queue as BullQueue, Worker as BullWorker } from 'bullmq';
 import { Cluster } from 'ioredis';
 
 /** Connection options for both systems, from a redis:// URL. */
@@ -18,6 +18,11 @@ const echomq = {
   queue: (name, url) => new EchoQueue(name, { connection: connectionOf(url) }),
   worker: (name, url, processor, concurrency) =>
     new EchoWorker(name, processor, { connection: connectionOf(url), concurrency, autorun: false }),
+  /** A worker whose handler is the default export of `file`, run in worker threads or child processes. */
+  sandboxWorker: (name, url, file, concurrency, useWorkerThreads) =>
+    new EchoWorker(name, file, { connection: connectionOf(url), concurrency, useWorkerThreads, autorun: false }),
+  /** A FlowProducer: trees of jobs over any queues, a parent run once its children finished. */
+  flowProducer: (url) => new EchoFlowProducer({ connection: connectionOf(url) }),
   /** Resolves once the queue's connection is up, so connecting is not timed. */
   ready: (queueOrWorker) => (queueOrWorker.waitUntilReady ? queueOrWorker.waitUntilReady() : queueOrWorker.client.ping()),
   /** The key of a queue's state, for the self-checks. */
@@ -31,6 +36,9 @@ const bullmq = {
   queue: (name, url) => new BullQueue(name, { connection: connectionOf(url) }),
   worker: (name, url, processor, concurrency) =>
     new BullWorker(name, processor, { connection: { ...connectionOf(url), maxRetriesPerRequest: null }, concurrency, autorun: false }),
+  sandboxWorker: (name, url, file, concurrency, useWorkerThreads) =>
+    new BullWorker(name, file, { connection: { ...connectionOf(url), maxRetriesPerRequest: null }, concurrency, useWorkerThreads, autorun: false }),
+  flowProducer: (url) => new BullFlowProducer({ connection: connectionOf(url) }),
   ready: (queueOrWorker) => queueOrWorker.waitUntilReady(),
   key: (name, state) => `bull:${name}:${state}`,
 };

@@ -5,16 +5,19 @@ const RECOVERY_FAULTS = new Set(['kill -9', 'SIGSTOP', 'blocking handler']);
 
 /**
  * Computes one scenario's row. `jobs` maps each added id to its final hash (or undefined),
- * `finished` maps ids to 'completed' | 'failed', `left` counts wait/paused/prioritized/active/delayed.
+ * `finished` maps ids to 'completed' | 'failed', `left` counts wait/paused/prioritized/active/delayed;
+ * `movedRuns` names runs whose handler's move out of active landed (move-checks.mjs); `cancelled`
+ * the ids queue.cancelJob answered true for (cancel-checks.mjs).
  */
-export function checkScenario({ ids, jobs, finished, left, records, faults, crashes, timing }) {
+export function checkScenario({ ids, jobs, finished, left, records, faults, crashes, timing, movedRuns = [], cancelled = new Set() }) {
   const starts = records.filter((r) => r.type === 'start');
   const planned = new Set(ids);
   // A blocking handler is a fault of its own worker, from the moment it blocked.
   const allFaults = [...faults, ...records.filter((r) => r.type === 'block').map((r) => ({ kind: 'blocking handler', worker: r.w, at: r.t }))];
 
   const lost = ids.filter((id) => !jobs.get(id) || !finished.has(id));
-  const failed = ids.filter((id) => finished.get(id) === 'failed');
+  // A job queue.cancelJob cancelled is meant to fail (cancel-checks.mjs says how): not counted here.
+  const failed = ids.filter((id) => finished.get(id) === 'failed' && !cancelled.has(id));
 
   // Fencing: the result stored must come from the job's last pickup, and only that one may be accepted.
   const stale = new Set();
@@ -31,13 +34,23 @@ export function checkScenario({ ids, jobs, finished, left, records, faults, cras
   }
   for (const [id, count] of acceptedCount) if (count > 1) stale.add(id);
 
-  // Duplicates: every pickup after a job's first (ats counts them, recorded in the ledger or not).
+  // Duplicates: every pickup after a job's first (ats counts them, recorded in the ledger or not),
+  // but for the pickup after a run whose job left on purpose, its move landed (moved to delayed,
+  // given back for a rate limit): that one is the protocol's next step, planned. Such a run is known
+  // by its worker's `left` record, or (`movedRuns`, `${id}#${ats}`) by Redis's event of the move,
+  // whose reply the killed worker did not live to read.
+  const leftOnPurpose = new Set([...records.filter((r) => r.type === 'left').map((r) => `${r.id}#${r.ats}`), ...movedRuns]);
   let duplicates = 0;
+  let plannedPickups = 0;
   const untraced = [];
   for (const id of ids) {
     const finalAts = Number(jobs.get(id)?.ats ?? 0);
     const mine = starts.filter((r) => r.id === id);
     for (let ats = 1; ats < finalAts; ats++) {
+      if (leftOnPurpose.has(`${id}#${ats}`)) {
+        plannedPickups++;
+        continue;
+      }
       duplicates++;
       const start = mine.find((r) => r.ats === ats);
       // The pickup happened after the previous attempt started; its start record may be much later
@@ -68,6 +81,7 @@ export function checkScenario({ ids, jobs, finished, left, records, faults, cras
     left,
     staleAccepted: stale.size,
     duplicates,
+    plannedPickups,
     untraced: untraced.length,
     untracedIds: untraced,
     refused: refused.length,

@@ -17,17 +17,22 @@ export class Fleet {
     this.settings = settings;
   }
 
-  /** Starts one more worker process; resolves once its Worker is connected. */
-  async spawnWorker() {
+  /**
+   * Starts one more worker process; resolves once its Workers are connected. `overrides` change
+   * the fleet's worker settings for this process (its number of Worker instances, say); a
+   * replacement takes them from its victim's `overrides`.
+   */
+  async spawnWorker(overrides = {}) {
     const name = `w${++this.#spawned}`;
     const ledgerFile = join(this.settings.dir, `${name}.ledger`);
-    const config = { ...this.settings.worker, name, ledgerFile };
+    const config = { ...this.settings.worker, ...overrides, name, ledgerFile };
     const stderr = openSync(join(this.settings.dir, `${name}.stderr`), 'a');
     const child = spawn(process.execPath, [WORKER_SCRIPT, JSON.stringify(config)], { stdio: ['ignore', 'ignore', stderr] });
-    const member = { name, ledgerFile, child, exit: undefined, killedByHarness: false, stopped: false };
+    const member = { name, ledgerFile, child, overrides, exit: undefined, killedByHarness: false, stopped: false };
     member.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve((member.exit = { code, signal }))));
     this.members.push(member);
     await this.settings.waitReady(member);
+    member.ready = true;
     return member;
   }
 

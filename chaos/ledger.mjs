@@ -1,6 +1,9 @@
 // Reading the workers' ledgers: what each handler did, as the workers wrote it.
 import { existsSync, readFileSync } from 'node:fs';
 
+/** The records that end a run: its result accepted or refused, its failure, or its job leaving unfinished. */
+const ENDS = new Set(['accepted', 'refused', 'failed', 'left']);
+
 /** Every ledger record of every worker, in time order. */
 export function readLedgers(members) {
   const records = [];
@@ -18,14 +21,17 @@ export function readLedger(member) {
   return readLedgers([member]);
 }
 
-/** Jobs a worker has started and not yet seen end (accepted, refused or failed) at time `at`. */
+/**
+ * Jobs a worker has started and not yet seen end (accepted, refused or failed, or left unfinished:
+ * moved to delayed or given back for a rate limit) at time `at`.
+ */
 export function openAttempts(records, at = Infinity) {
   const open = new Map();
   for (const record of records) {
     if (record.t > at) break;
     const key = `${record.id}#${record.ats}`;
     if (record.type === 'start') open.set(key, record);
-    if (record.type === 'accepted' || record.type === 'refused' || record.type === 'failed') open.delete(key);
+    if (ENDS.has(record.type)) open.delete(key);
   }
   return [...open.values()];
 }

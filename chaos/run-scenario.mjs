@@ -1,15 +1,18 @@
 // One scenario from start to verdict: its own redis-server (AOF, appendfsync always), a fleet of
 // worker processes, a producer adding jobs in waves while the faults land, a drain, and the checks.
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-process.js';
 import { checkScenario } from './checks.mjs';
+import { readEvents } from './events.mjs';
 import { Fleet } from './fleet.mjs';
 import { onInterrupt } from './interrupt.mjs';
 import { readLedgers } from './ledger.mjs';
+import { checkCancels } from './cancel-checks.mjs';
+import { checkMoves, movedRuns } from './move-checks.mjs';
 import { sleep } from './faults.mjs';
 import { FREEZE_MS, TIMING } from './scenarios.mjs';
 
@@ -31,7 +34,7 @@ export async function runScenario(scenario, profile, libPath) {
     dir,
     waitReady: (member) => waitForReady(member),
     worker: {
-      libPath, redisUrl: redis.url, queue: queueName, sinkKey: `chaos:{${queueName}}:sink`,
+      libPath, redisUrl: redis.url, queue: queueName, sinkKey: `chaos:{${queueName}}:sink`, watchCancels: scenario.cancels !== undefined,
       workerOptions: { concurrency: profile.concurrency, drainDelay: 1, maxStalledCount: 1000, partitions, ...TIMING },
     },
   });
@@ -42,16 +45,38 @@ export async function runScenario(scenario, profile, libPath) {
   });
   try {
     for (let i = 0; i < profile.workers; i++) await fleet.spawnWorker();
-    const ids = planJobs(profile, scenario.blocking ? profile.blockJobs : 0);
-    const ctx = { fleet, redis, admin, faults: [] };
-    await Promise.all([produce(queue, ids, profile), scenario.inject(ctx, profile)]);
+    const ids = planJobs(profile, scenario.blocking ? profile.blockJobs : 0, scenario.moves, scenario.cancels);
+    const ackedAt = new Map();
+    const targets = ids.filter((j) => j.data.kind === 'target').map((j) => j.id);
+    const ctx = { fleet, redis, admin, queue, ackedAt, targets, faults: [] };
+    await Promise.all([produce(queue, ids, profile, ackedAt), scenario.inject(ctx, profile)]);
     await drain(admin, queue, ids.length, profile.drainTimeoutMs);
     await fleet.stopAll();
     const state = await readState(admin, queue, ids.map((j) => j.id));
-    return {
+    const records = readLedgers(fleet.members);
+    const events = scenario.moves || scenario.cancels ? await readEvents(admin, queue.keys.events) : [];
+    const cancelled = new Set((ctx.cancels ?? []).filter((c) => c.result).map((c) => c.id));
+    const row = {
       scenario: scenario.name,
-      ...checkScenario({ ids: ids.map((j) => j.id), ...state, records: readLedgers(fleet.members), faults: ctx.faults, crashes: fleet.crashes(), timing: TIMING }),
+      ...checkScenario({ ids: ids.map((j) => j.id), ...state, records, faults: ctx.faults, crashes: fleet.crashes(), timing: TIMING, movedRuns: movedRuns(records, events), cancelled }),
     };
+    if (scenario.cancels) {
+      if (process.env.CHAOS_KEEP) {
+        writeFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+        writeFileSync(join(dir, 'cancels.json'), JSON.stringify({ cancels: ctx.cancels, faults: ctx.faults }, null, 1));
+        console.log(`ledgers, events, cancels and kills kept in ${dir}`);
+      }
+      return { ...row, ...checkCancels({ cancels: ctx.cancels, jobs: state.jobs, finished: state.finished, records, events, timing: TIMING }) };
+    }
+    if (!scenario.moves) return row;
+    const kinds = new Map(ids.map((j) => [j.id, j.data.kind ?? 'plain']));
+    if (process.env.CHAOS_KEEP) {
+      // With the ledgers: the event stream and the kills, to follow a job through its runs and moves.
+      writeFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+      writeFileSync(join(dir, 'kills.json'), JSON.stringify(ctx.faults, null, 1));
+      console.log(`ledgers, events and kills kept in ${dir}`);
+    }
+    return { ...row, ...checkMoves({ ids: ids.map((j) => j.id), kinds, jobs: state.jobs, records, events, faults: ctx.faults, timing: TIMING }) };
   } finally {
     forget();
     await fleet.stopAll(2000);
@@ -62,15 +87,30 @@ export async function runScenario(scenario, profile, libPath) {
   }
 }
 
-/** The jobs of one run: custom ids, so that an add resent after a cut connection stays one job. */
-export function planJobs(profile, blockJobs) {
+/**
+ * The jobs of one run: custom ids, so that an add resent after a cut connection stays one job.
+ * With `moves` ({ stepDelayMs, limitMs }: [min, max] ranges), every third job runs in two steps
+ * (moved to delayed for stepDelayMs between them) and every third from the second on meets a 429
+ * once (rateLimit for limitMs, then given back). With `cancels` ({ workMs, delayMs: [min, max] }),
+ * every third job is a target of queue.cancelJob (kind 'target'): it runs `workMs` (longer than a
+ * cancel takes to reach its worker), has attempts left (a cancel must not be retried), and one
+ * target in two is delayed by delayMs.
+ */
+export function planJobs(profile, blockJobs, moves, cancels) {
   const [min, max] = profile.workMs;
-  return Array.from({ length: profile.jobs }, (_, n) => ({
-    id: `job-${n}`,
-    data: n % Math.floor(profile.jobs / Math.max(1, blockJobs)) === 7 && blockJobs > 0
+  const within = ([low, high]) => low + Math.floor(Math.random() * (high - low));
+  return Array.from({ length: profile.jobs }, (_, n) => {
+    let data = n % Math.floor(profile.jobs / Math.max(1, blockJobs)) === 7 && blockJobs > 0
       ? { workMs: 0, blockMs: FREEZE_MS }
-      : { workMs: min + Math.floor(Math.random() * (max - min)) },
-  }));
+      : { workMs: within([min, max]) };
+    if (moves && n % 3 === 0) data = { ...data, kind: 'steps', stepDelayMs: within(moves.stepDelayMs) };
+    if (moves && n % 3 === 1) data = { ...data, kind: 'limited', limitMs: within(moves.limitMs) };
+    if (cancels && n % 3 === 0) {
+      const delay = n % 2 === 0 ? within(cancels.delayMs) : 0;
+      return { id: `job-${n}`, data: { workMs: cancels.workMs, kind: 'target' }, opts: { attempts: 3, ...(delay && { delay }) } };
+    }
+    return { id: `job-${n}`, data };
+  });
 }
 
 /**
@@ -81,7 +121,7 @@ export async function produce(queue, jobs, profile, ackedAt = new Map()) {
   const size = Math.ceil(jobs.length / profile.waves);
   for (let i = 0; i < jobs.length; i += size) {
     const wave = jobs.slice(i, i + size);
-    await queue.addBulk(wave.map((j) => ({ name: 'chaos', data: j.data, opts: { jobId: j.id } })));
+    await queue.addBulk(wave.map((j) => ({ name: 'chaos', data: j.data, opts: { ...j.opts, jobId: j.id } })));
     for (const j of wave) ackedAt.set(j.id, Date.now());
     await sleep(profile.waveGapMs);
   }

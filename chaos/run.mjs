@@ -7,13 +7,17 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { cancelViolations, formatCancels } from './cancel-checks.mjs';
 import { violations } from './checks.mjs';
 import { failoverViolations } from './failover-checks.mjs';
 import { undoOnSignals } from './interrupt.mjs';
+import { formatMoves, moveViolations } from './move-checks.mjs';
 import { formatFailover, formatTable } from './report.mjs';
 import { runFailoverScenario } from './run-failover.mjs';
 import { runScenario } from './run-scenario.mjs';
+import { runSchedulerScenario } from './run-scheduler.mjs';
 import { PROFILES, SCENARIOS, TIMING } from './scenarios.mjs';
+import { formatScheduler, schedulerViolations } from './scheduler-checks.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -38,19 +42,25 @@ undoOnSignals();
 const rows = [];
 for (const scenario of scenarios) {
   const started = Date.now();
-  const row = scenario.cluster ? await runFailoverScenario(scenario, profile, libPath) : await runScenario(scenario, profile, libPath);
+  const run = scenario.cluster ? runFailoverScenario : scenario.scheduler ? runSchedulerScenario : runScenario;
+  const row = await run(scenario, profile, libPath);
   if (row.skipped) {
     console.log(`${scenario.name}: skipped (${row.skipped})`);
     continue;
   }
   // Overlapping faults (a kill while Redis restarts) add up, so the bound holds per single fault.
-  row.problems = scenario.cluster
-    ? failoverViolations(row)
-    : violations(row, { expectRefusals: /SIGSTOP|blocking/.test(scenario.name), boundRecovery: !scenario.mixed });
+  if (scenario.cluster) row.problems = failoverViolations(row);
+  else if (scenario.scheduler) row.problems = schedulerViolations(row);
+  else if (scenario.moves) row.problems = moveViolations(row);
+  else if (scenario.cancels) row.problems = cancelViolations(row);
+  else row.problems = violations(row, { expectRefusals: /SIGSTOP|blocking/.test(scenario.name), boundRecovery: !scenario.mixed });
   row.seconds = Math.round((Date.now() - started) / 100) / 10;
   rows.push(row);
   console.log(`${scenario.name}: ${row.problems.length ? 'FAIL ' + row.problems.join('; ') : 'ok'} (${row.seconds} s)`);
   if (scenario.cluster) console.log(formatFailover(row));
+  if (scenario.scheduler) console.log(formatScheduler(row));
+  if (scenario.moves) console.log(formatMoves(row));
+  if (scenario.cancels) console.log(formatCancels(row));
 }
 clearInterval(keepAlive);
 console.log('\n' + formatTable(rows));

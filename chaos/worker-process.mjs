@@ -5,7 +5,7 @@ import { appendFileSync } from 'node:fs';
 import { Cluster, Redis } from 'ioredis';
 
 const config = JSON.parse(process.argv[2]);
-const { Worker } = await import(config.libPath);
+const { DelayedError, RateLimitError, Worker } = await import(config.libPath);
 
 /** Appends one ledger record, stamped with this worker's name and the wall-clock time. */
 function record(fields) {
@@ -57,37 +57,91 @@ function blockEventLoop(ms) {
 // Each run's lock token, by Job: the events after the run name it too. Across a failover that lost
 // writes attemptsStarted can repeat, so the token is what tells two runs of a job apart.
 const tokens = new WeakMap();
+// The fencing number of each job this process runs now (a process holds a job once at a time):
+// a lock's `released` event names the job only.
+const current = new Map();
 
-async function handle(job, { token }) {
+async function handle(job, { token }, worker) {
   const fence = job.attemptsStarted;
   tokens.set(job, token);
   record({ type: 'start', id: job.id, ats: fence, token });
+  current.set(job.id, fence);
+  // A job scheduler's jobs all carry the template's data: a [min, max] range gives each run its own time.
+  const workMs = Array.isArray(job.data.workMs) ? job.data.workMs[0] + Math.floor(Math.random() * (job.data.workMs[1] - job.data.workMs[0])) : job.data.workMs;
   // Only the first attempt blocks: the retry that another worker runs must be able to finish.
   if (job.data.blockMs && fence === 1) {
     record({ type: 'block', id: job.id, ats: fence });
     blockEventLoop(job.data.blockMs);
   } else {
-    await sleep(job.data.workMs);
+    await sleep(workMs);
   }
+  // A job run in steps leaves after its first one; a job that meets a 429 goes back once.
+  if (job.data.kind === 'steps' && job.data.stepped === undefined) await moveToNextStep(job, token, fence);
+  if (job.data.kind === 'limited' && job.data.limitedAt === undefined) await giveBackFor429(job, worker, fence);
   const written = await sink.fencedWrite(config.sinkKey, job.id, fence);
   record({ type: 'end', id: job.id, ats: fence, token, sinkAccepted: written === 1 });
-  return { worker: config.name, ats: fence, token };
+  return { worker: config.name, ats: fence, token, ...(job.data.kind === 'steps' && { step: 2, stepped: job.data.stepped }) };
+}
+
+/**
+ * Step 1 of a job run in steps, as docs/job-control.md shows it: the progress saved in the data
+ * first (its run's fencing number), then the move to delayed under the run's token, then
+ * DelayedError. `moving` is ledgered (with the due time asked) before anything is sent, so that
+ * the harness can kill this process while the writes are in flight; `moved` once the move landed.
+ */
+async function moveToNextStep(job, token, fence) {
+  const dueAt = Date.now() + job.data.stepDelayMs;
+  record({ type: 'moving', id: job.id, ats: fence, dueAt });
+  await job.updateData({ ...job.data, stepped: fence });
+  await job.moveToDelayed(dueAt, token);
+  record({ type: 'moved', id: job.id, ats: fence, dueAt });
+  throw new DelayedError();
+}
+
+/**
+ * An outside API answered 429: the mark saved in the data (so that the next run completes), the
+ * queue stopped for a moment, the job given back unattempted (docs/limits.md). `limiting` is
+ * ledgered before anything is sent; the give-back landing shows as a `left` record (released$).
+ */
+async function giveBackFor429(job, worker, fence) {
+  record({ type: 'limiting', id: job.id, ats: fence });
+  await job.updateData({ ...job.data, limitedAt: fence });
+  await worker.rateLimit(job.data.limitMs);
+  throw new RateLimitError();
 }
 
 const connection = config.cluster ? connect() : config.redisUrl;
-const worker = new Worker(config.queue, handle, { connection, ...config.workerOptions });
-worker.on('completed', (job) => record({ type: 'accepted', id: job.id, ats: job.attemptsStarted, token: tokens.get(job) }));
-worker.on('lockLost', (job, error) => record({ type: 'refused', id: job.id, ats: job.attemptsStarted, token: tokens.get(job), code: error.code ?? null, error: error.message }));
-worker.on('failed', (job, error) => record({ type: 'failed', id: job.id, ats: job.attemptsStarted, token: tokens.get(job), error: error.message }));
-worker.on('error', (error) => record({ type: 'error', error: String(error?.message ?? error) }));
+// `workers` Worker instances in this process (default 1), each with its own connections and
+// sweeps, as in an app that runs several: a kill -9 takes all of them at once.
+const workers = Array.from({ length: config.workers ?? 1 }, () => {
+  const worker = new Worker(config.queue, (job, context) => handle(job, context, worker), { connection, ...config.workerOptions });
+  return worker;
+});
+for (const worker of workers) {
+  // A job that left without finishing (moved to delayed, given back for a rate limit): its worker
+  // emits neither completed nor failed, so the ledger takes the lock's release, sent once the move landed.
+  worker.lockManager.released$.subscribe((event) => {
+    if (event.reason === 'delayed' || event.reason === 'requeued') record({ type: 'left', id: event.jobId, ats: current.get(event.jobId), reason: event.reason });
+  });
+  worker.on('completed', (job) => record({ type: 'accepted', id: job.id, ats: job.attemptsStarted, token: tokens.get(job) }));
+  worker.on('lockLost', (job, error) => record({ type: 'refused', id: job.id, ats: job.attemptsStarted, token: tokens.get(job), code: error.code ?? null, error: error.message }));
+  worker.on('failed', (job, error) => record({ type: 'failed', id: job.id, ats: job.attemptsStarted, token: tokens.get(job), error: error.message }));
+  worker.on('error', (error) => record({ type: 'error', error: String(error?.message ?? error) }));
+  if (config.watchCancels) {
+    // Every pickup's fencing number (a pickup of a job already cancelled runs no handler, so no
+    // `start` says it), and each cancel as the worker acts on it: from its heartbeat or its pickup.
+    worker.lockManager.acquired$.subscribe((event) => current.set(event.jobId, event.attemptsStarted));
+    worker.lockManager.cancelled$.subscribe((event) => record({ type: 'cancelled', id: event.jobId, ats: current.get(event.jobId), by: event.by, reason: event.reason }));
+  }
+}
 
 process.on('SIGTERM', async () => {
-  await worker.close();
+  await Promise.all(workers.map((worker) => worker.close()));
   await sink.quit().catch(() => undefined);
   if (typeof connection !== 'string') await connection.quit().catch(() => undefined);
   record({ type: 'closed' });
   process.exit(0);
 });
 
-await worker.waitUntilReady();
+await Promise.all(workers.map((worker) => worker.waitUntilReady()));
 record({ type: 'ready', pid: process.pid });

@@ -12,6 +12,7 @@ export { ErrorCode, codeName, codeMeaning, type ErrorCodeValue } from './protoco
 export { EchoMQError, EchoMQOptionError } from './protocol/errors.js';
 export type { RedisClient } from './protocol/script.js';
 export type { RateLimit } from './protocol/scripts.js';
+export type { Metrics, MetricsType } from './protocol/metrics.js';
 
 // The runtime.
 export { Queue, type JobCounts } from './runtime/queue/queue.js';
@@ -20,6 +21,7 @@ export { Worker, type WorkerConstructorOptions, type WorkerEvents, type WorkerSt
 export { Job, CorruptJobError, JobNotFoundError } from './runtime/queue/job.js';
 export type { JobStateName, JobStateOrUnknown } from './runtime/queue/job-state.js';
 export type { ProcessorContext, ProcessorFunction } from './runtime/worker/job-runner.js';
+export type { SandboxedContext, SandboxedJob, SandboxedProcessor } from './runtime/sandbox/sandboxed-job.js';
 export {
   QueueEvents,
   type QueueEvent,
@@ -33,6 +35,7 @@ export {
   forWorker,
   type HeartbeatErrorEvent,
   type HeartbeatLateEvent,
+  type JobCancelledEvent,
   type JobStalledEvent,
   type LockAcquiredEvent,
   type LockEvent,
@@ -43,29 +46,58 @@ export {
 } from './runtime/locks/lock-events.js';
 export type {
   BackoffOptions,
+  BackoffStrategy,
+  DeduplicationOptions,
   JobOptions,
   KeepJobs,
+  MetricsOptions,
   QueueEventsOptions,
   QueueOptions,
   ResolvedQueueOptions,
   ResolvedWorkerOptions,
   WorkerOptions,
+  WorkerSettings,
 } from './runtime/options.js';
 export type { ConnectionInput } from './runtime/connection.js';
 export { RedisFullError, RedisVersionError } from './runtime/redis-health.js';
 export { UnrecoverableError } from './runtime/worker/unrecoverable-error.js';
+export { RateLimitError } from './runtime/worker/rate-limit-error.js';
+export type { WorkerInfo } from './protocol/queue-limits.js';
+export { DelayedError } from './runtime/worker/delayed-error.js';
+export { WaitingChildrenError } from './runtime/worker/waiting-children-error.js';
+export type { ParentOptions, WaitingChildrenOptions } from './runtime/flows/step-jobs.js';
+export type { RemoveOptions } from './runtime/flows/flow-removal.js';
+export { JobTimeoutError } from './runtime/worker/job-timeout-error.js';
+export { JobCancelledError } from './runtime/locks/job-cancelled-error.js';
+export type { PriorityChange } from './runtime/queue/job-control.js';
+export type { JobLogs, PromoteJobsOptions, RetryJobsOptions } from './runtime/queue/queue-job-control.js';
+export type { JobSchedulerJson } from './runtime/schedulers/job-schedulers.js';
+export { FlowProducer, type FlowProducerOptions, type JobNode } from './runtime/flows/flow-producer.js';
+export type { FlowJob, FlowJobOptions, ParentFailureOptions } from './runtime/flows/flow-tree.js';
+export type { FlowTreeNode, GetFlowOptions } from './runtime/flows/flow-reader.js';
+export type { Dependencies, DependenciesCount } from './runtime/flows/dependencies.js';
+export type { RepeatOptions } from './runtime/schedulers/repeat-options.js';
+export type { JobSchedulerTemplate, JobSchedulerTemplateOptions } from './runtime/schedulers/template.js';
 
 // The Nest integration.
 export {
   DEFAULT_CONFIG_KEY,
   EchoMQModule,
+  InjectFlowProducer,
   InjectQueue,
+  JobScheduler,
+  OnQueueEvent,
   OnWorkerEvent,
   Process,
   Processor,
+  QueueEventsHost,
+  QueueEventsListener,
   WorkerOrchestrator,
   getConfigToken,
+  getFlowProducerToken,
   getQueueToken,
+  type QueueEventsListenerName,
+  type QueueEventsListenerOptions,
   type WorkerEventName,
 } from './nest/index.js';
 export type * from './nest/echomq.interfaces.js';

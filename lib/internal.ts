@@ -22,6 +22,9 @@ export {
   type SweepResult,
 } from './protocol/scripts.js';
 export { Script, isNoScript, runPipelined, type ScriptArg, type ScriptCall } from './protocol/script.js';
+export { SchedulerScripts, type SlotPair, type StartVerdict, type StoredScheduler } from './protocol/scheduler-scripts.js';
+export { JobControlScripts, MAX_MOVE_BATCH, type CancelOutcome } from './protocol/job-control-scripts.js';
+export { parseSchedulerJobId, schedulerJobId } from './protocol/scheduler-ids.js';
 export { isErrorCode } from './protocol/codes.js';
 export { QUEUE_KEY_NAMES, type QueueKeyName } from './protocol/keys.js';
 export {
@@ -47,7 +50,14 @@ export {
 export { JOB_STATES, getJobState, parseJobState, parseJobStates } from './runtime/queue/job-state.js';
 export { canNameJob, type JobContext } from './runtime/queue/job.js';
 export { JobRunner, type ActiveJob, type RunnerEvents } from './runtime/worker/job-runner.js';
+// A worker's sandboxes (tests count them), and the execArgv a child sandbox gets.
+export { sandboxPoolOf } from './runtime/worker/worker.js';
+export type { SandboxPool } from './runtime/sandbox/sandbox-pool.js';
+export { childExecArgv } from './runtime/sandbox/sandbox-channel.js';
 export { RENEWAL_CHUNK, WorkerLocks, validateHolder, type JobLock, type LockHolder } from './runtime/locks/lock-manager.js';
 export { closeClient, connect, connectBlocking, dropClient, isClient, type OwnedClient } from './runtime/connection.js';
 export { MIN_REDIS_VERSION, evictionPolicyWarning, explainRedisError, redisVersionError } from './runtime/redis-health.js';
 export { FINISH_EVENT_SCAN } from './runtime/queue/wait-until-finished.js';
+export { firstSlots, slotAfter, slotsAfter } from './runtime/schedulers/next-slot.js';
+export { parseRepeatOptions, scheduleJson, type Schedule } from './runtime/schedulers/repeat-options.js';
+export { REPAIR_BATCH, REPAIR_GRACE_MS, SchedulerChain } from './runtime/schedulers/scheduler-chain.js';

@@ -29,44 +29,6 @@
 ]]
 local rcall = redis.call
 -- @include pickupKeys
--- @include emitEvent
--- @include deferred
--- @include finishJob
--- @include promoteDelayed
--- @include pickup
+-- @include finishBatch
 
-local prefix, now, maxEvents, lockDuration = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local limiterMax, limiterDuration = tonumber(ARGV[5]), ARGV[6]
-local keys = pickupKeys()
-
-local finished = newDeferred()
-local results, tokens, slots = {}, {}, {}
-for i = 7, #ARGV, 9 do
-  local jobId, target = ARGV[i], ARGV[i + 2]
-  local job = { key = prefix .. jobId, lockKey = prefix .. jobId .. ":lock", id = jobId, token = ARGV[i + 1],
-    target = target, value = ARGV[i + 3], stacktrace = ARGV[i + 4], keepCount = tonumber(ARGV[i + 5]),
-    keepAgeMs = tonumber(ARGV[i + 6]) }
-  local code = finishJob(keys, job, target == "completed" and KEYS[12] or KEYS[13], prefix, ARGV[i + 8],
-    false, finished)
-  local at = #results
-  results[at + 1], results[at + 2], results[at + 3] = code, 0, {}
-  if code == 0 and ARGV[i + 7] ~= "" then
-    tokens[#tokens + 1] = ARGV[i + 7]
-    slots[#slots + 1] = at + 2
-  end
-end
-applyDeferred(keys.stalled, finished)
-
-local nextDelayed, limitedFor = 0, 0
-if #tokens > 0 then
-  nextDelayed = promoteDelayed(keys, prefix, tonumber(now), maxEvents)
-  if rcall("HEXISTS", keys.meta, "paused") == 0 then
-    local taken
-    taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
-    for i, job in ipairs(taken) do
-      results[slots[i]], results[slots[i] + 1] = job[1], job[2]
-    end
-  end
-end
-trimEvents(keys.events, maxEvents) -- the events above were added untrimmed
-return { results, nextDelayed, limitedFor }
+return finishBatch(pickupKeys(), KEYS[12], KEYS[13], 7, nil)

@@ -22,6 +22,8 @@
   list each time, took 1.5 s for 200,000 finished jobs, and grew with the square of a list's
   length: 3.8 s for a list of 20,000. A job that moves between two calls may be missed or looked
   at twice: clean is a sweep, not a snapshot.
+  A removed job's flow keys go with it (removeFlowJobKeys). Its parent, in another queue, is not
+  told (no script can reach its slot): docs/flows.md, "Removing jobs of a flow".
   Emits one `cleaned` event (with this call's count) per call that removed jobs.
 ]]
 local rcall = redis.call
@@ -49,6 +51,98 @@ end
 local function removeJobKeys(jobKey)
   rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":lock")
 end
+-- [lua-src/includes/pushReady.lua]
+-- placeReady(keys, jobId, priority, lifo, paused): put a job where workers take ready jobs from.
+-- keys: { wait, paused, meta, prioritized, pc, marker }.
+-- A priority > 0 goes to the prioritized zset, scored priority * 2^32 + a counter (pc) so jobs of one
+-- priority keep FIFO order. Otherwise the wait list, or the paused list while the queue is paused;
+-- workers take from the right end, so FIFO pushes left and LIFO pushes right.
+local function placeReady(keys, jobId, priority, lifo, paused)
+  if priority > 0 then
+    local seq = rcall("INCR", keys.pc) % 4294967296
+    rcall("ZADD", keys.prioritized, priority * 4294967296 + seq, jobId)
+  else
+    rcall(lifo and "RPUSH" or "LPUSH", paused and keys.paused or keys.wait, jobId)
+  end
+end
+
+-- pushReady(keys, jobId, priority, lifo): placeReady, then wake one worker blocked on BZPOPMIN
+-- with the marker; a paused queue wakes nobody.
+local function pushReady(keys, jobId, priority, lifo)
+  local paused = rcall("HEXISTS", keys.meta, "paused") == 1
+  placeReady(keys, jobId, priority, lifo, paused)
+  if not paused then rcall("ZADD", keys.marker, "0", "0") end
+end
+-- [lua-src/includes/flowParent.lua]
+-- The parent side of flows (docs/protocol.md, "Flows"): a parent P:{Q}:<pid> with children keeps
+--   P:{Q}:<pid>:dependencies  set   child job keys not settled yet (a child that failed with no
+--                                   policy stays here: the parent waits, as BullMQ's does)
+--   P:{Q}:<pid>:processed     hash  child job key -> its returnvalue (JSON)
+--   P:{Q}:<pid>:unsuccessful  hash  child job key -> failedReason (failed: no policy, fail, continue)
+--   P:{Q}:<pid>:ignored       hash  child job key -> failedReason (ignoreDependencyOnFailure)
+--   P:{Q}:<pid>:pending       hash  child job key -> the child's creation spec, until the producer
+--                                   said it made it (the intent a sweep rolls forward)
+-- and waits in P:{Q}:waiting-children (zset, scored by when it began to wait).
+
+-- flowKeysOf(jobKey): every flow key of a job, for DEL when the job goes.
+local function flowKeysOf(jobKey)
+  return jobKey .. ":dependencies", jobKey .. ":processed", jobKey .. ":unsuccessful",
+    jobKey .. ":ignored", jobKey .. ":pending"
+end
+
+-- writeNotice(keys, jobId, parentKey, outcome, value, policy, now): the child's side of a settle,
+-- kept in the child's own slot until the parent's slot has it (keys: { notices, noticeData }).
+-- Returns the notice's JSON: its deliverer deletes it only while it still holds that
+-- (ackNotices-2), so a newer notice of the same child stays.
+local function writeNotice(keys, jobId, parentKey, outcome, value, policy, now)
+  local notice = cjson.encode({ parentKey, outcome, value, policy })
+  rcall("ZADD", keys.notices, now, jobId)
+  rcall("HSET", keys.noticeData, jobId, notice)
+  return notice
+end
+
+-- startParent(keys, parentId, parentKey, now, maxEvents): every child settled (or the policy says
+-- go on): the parent leaves waiting-children for wait (paused, prioritized) or delayed, as its own
+-- options say. keys: { wait, paused, meta, delayed, prioritized, pc, marker, events, waitingChildren }.
+local function startParent(keys, parentId, parentKey, now, maxEvents)
+  rcall("ZREM", keys.waitingChildren, parentId)
+  local fields = rcall("HMGET", parentKey, "delay", "priority", "lifo")
+  local delay = tonumber(fields[1] or "0") or 0
+  if delay > 0 then
+    local dueAt = tonumber(now) + delay
+    rcall("ZADD", keys.delayed, dueAt, parentId)
+    rcall("ZADD", keys.marker, dueAt, "1")
+    emitEvent(keys.events, maxEvents, "delayed", parentId, "delay", dueAt)
+    return
+  end
+  pushReady(keys, parentId, tonumber(fields[2] or "0") or 0, fields[3] == "1")
+  emitEvent(keys.events, maxEvents, "waiting", parentId)
+end
+
+-- failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents): failParentOnFailure:
+-- the waiting parent fails, its reason naming the child. A parent that is itself a child leaves
+-- its own notice (keys.notices, keys.noticeData), so its parent hears of it.
+-- Returns true when it left a notice.
+local function failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents)
+  rcall("ZREM", keys.waitingChildren, parentId)
+  local failedReason = "child " .. childKey .. " failed: " .. reason
+  rcall("HSET", parentKey, "finishedOn", now, "failedReason", failedReason)
+  rcall("ZADD", keys.failed, now, parentId)
+  emitEvent(keys.events, maxEvents, "failed", parentId, "failedReason", failedReason)
+  local link = rcall("HMGET", parentKey, "parentKey", "pfp")
+  if not link[1] then return false end
+  writeNotice(keys, parentId, link[1], "failed", failedReason, link[2] or "", now)
+  return true
+end
+-- [lua-src/includes/removeFlowJobKeys.lua]
+-- removeFlowJobKeys(jobKey): removeJobKeys and the job's flow keys (a parent's dependencies,
+-- processed, unsuccessful, ignored and pending; docs/protocol.md, "Flows"), for the scripts that
+-- delete jobs outside their finish (removeJob-14, drain-5, cleanJobsInSet-2, obliterate-2).
+-- removeJobKeys itself stays as it is: it is part of the fixed moveToFinished-14.
+local function removeFlowJobKeys(jobKey)
+  removeJobKeys(jobKey)
+  rcall("DEL", flowKeysOf(jobKey))
+end
 
 local WINDOW = 500
 -- No job id holds ":" (PROTOCOL.md, L1), so no id is the sentinel.
@@ -68,7 +162,7 @@ for i, jobId in ipairs(ids) do
   local at = tonumber(stamps[1]) or tonumber(stamps[2]) or 0
   if at <= cutoff and rcall("EXISTS", jobKey .. ":lock") == 0 then
     if isList then rcall("LSET", setKey, start + i - 1, SENTINEL) end
-    removeJobKeys(jobKey)
+    removeFlowJobKeys(jobKey)
     removed[#removed + 1] = jobId
   end
 end

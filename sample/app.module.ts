@@ -3,6 +3,12 @@ import { EchoMQModule } from '../lib/index.js';
 import { JobsController } from './jobs.controller.js';
 import { LocksController } from './locks.controller.js';
 import { REPORTS_QUEUE, ReportsProcessor } from './reports.processor.js';
+import { SchedulersController } from './schedulers.controller.js';
+import { FlowsController, REPORT_FLOWS } from './flows.controller.js';
+import { PAGES_QUEUE, PagesProcessor } from './pages.processor.js';
+import { LOCK_DEMO_QUEUE, LockDemo } from './lock-demo.js';
+import { DemoController } from './demo.controller.js';
+import { PageController } from './page.controller.js';
 
 /** The sample service's settings. */
 export interface SampleSettings {
@@ -11,7 +17,11 @@ export interface SampleSettings {
   prefix?: string;
 }
 
-/** The sample service: one queue, its processor, the jobs API and the lock events stream. */
+/**
+ * The sample service: the reports queue, its processor (and its job scheduler), the pages queue
+ * of its report flows, the jobs, reports and schedulers API, the lock events stream, and the lock
+ * timeline page at / with its demo jobs (the lock-demo queue).
+ */
 @Module({})
 export class AppModule {
   /** The module wired to one Redis. */
@@ -26,10 +36,11 @@ export class AppModule {
             defaultJobOptions: { removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } },
           }),
         }),
-        EchoMQModule.registerQueue(REPORTS_QUEUE),
+        EchoMQModule.registerQueue(REPORTS_QUEUE, PAGES_QUEUE, LOCK_DEMO_QUEUE),
+        EchoMQModule.registerFlowProducer({ name: REPORT_FLOWS }),
       ],
-      controllers: [JobsController, LocksController],
-      providers: [ReportsProcessor],
+      controllers: [PageController, JobsController, SchedulersController, LocksController, DemoController, FlowsController],
+      providers: [ReportsProcessor, PagesProcessor, LockDemo],
     };
   }
 }

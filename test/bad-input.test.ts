@@ -60,9 +60,10 @@ describe('bad input', () => {
     ['zero attempts', { attempts: 0 }, /attempts/, /above 0/],
     ['negative attempts', { attempts: -3 }, /attempts/, /above 0/],
     ['non-numeric attempts', { attempts: 'many' }, /attempts/, /got "many"/],
-    ['an unknown backoff type', { backoff: { type: 'linear', delay: 100 } }, /backoff\.type/, /use "fixed" or "exponential"/],
+    ['a backoff type that is no name', { backoff: { type: 42, delay: 100 } }, /backoff\.type/, /use "fixed", "exponential" or the name of a custom type/],
     ['a backoff that is a string', { backoff: 'fast' }, /backoff/, /number of ms or \{ type, delay \}/],
     ['a negative backoff delay', { backoff: { type: 'fixed', delay: -1 } }, /backoff\.delay/, /0 or more/],
+    ['a backoff jitter over 1', { backoff: { type: 'fixed', delay: 100, jitter: 1.5 } }, /backoff\.jitter/, /a number from 0 to 1.*got 1\.5/],
   ];
 
   it.each(badOptions)('refuses %s', async (_label, opts, field, message) => {

@@ -36,7 +36,7 @@ describe('bulk acceptance', () => {
       expect(runs.size).toBe(TOTAL);
       expect(maxInFlight).toBe(50);
       expect([...runs.values()].every((n) => n === 1)).toBe(true);
-      expect(await h.queue.getJobCounts()).toEqual({ wait: 0, paused: 0, prioritized: 0, active: 0, delayed: 0, completed: TOTAL, failed: 0 });
+      expect(await h.queue.getJobCounts()).toEqual({ wait: 0, paused: 0, prioritized: 0, active: 0, delayed: 0, completed: TOTAL, failed: 0, 'waiting-children': 0 });
       const keys = await queueKeys(client, h.name);
       expect(keys.filter((k) => k.endsWith(':lock'))).toEqual([]);
       expect(await client.scard(h.queue.keys.stalled)).toBe(0);

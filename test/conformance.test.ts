@@ -16,18 +16,36 @@ const vectorDir = join(dirname(luaDir), 'conformance');
 const vectors = readdirSync(vectorDir).filter((f) => f.endsWith('.json')).sort()
   .map((file) => ({ file, ...(JSON.parse(readFileSync(join(vectorDir, file), 'utf8')) as VectorFile) }));
 
-/** The five scripts PROTOCOL.md fixes, and the codes each must show in its vectors. */
-const FIXED: Record<string, unknown[]> = {
+/**
+ * The scripts that must have vectors, and the codes each must show in them: the five PROTOCOL.md
+ * fixes, the job scheduler scripts (docs/protocol.md, "Job schedulers"), the deduplication
+ * scripts (docs/deduplication.md), the cancel scripts (docs/protocol.md, "Cancelling jobs") and
+ * the two steps of a child's finish (docs/protocol.md, "Flows"),
+ * whose decisions the other runtimes replay too.
+ */
+const COVERED: Record<string, unknown[]> = {
   'extendLock-2.lua': [0, 1],
   'extendLocks-1.lua': [-2, -6],
   'moveToActive-11.lua': [],
   'moveToFinished-14.lua': [-1, -2, -3, -6],
   'moveStalledJobsToWait-8.lua': [],
+  'upsertJobScheduler-10.lua': [],
+  'startSchedulerJob-14.lua': [-1, -2, -6, 0, 1],
+  'repairJobScheduler-12.lua': [0, 1],
+  'removeJobScheduler-7.lua': [0, 1],
+  'addJob-9.lua': [],
+  'addJobsDedup-9.lua': [],
+  'getDeduplicationJobId-1.lua': [],
+  'freeDeduplication-1.lua': [],
+  'cancelJob-9.lua': [-1, -3, 0, 1, 2],
+  'cancelledAmong-1.lua': [],
+  'finishFlowJob-8.lua': [-1, -2, -3, -6],
+  'settleChildren-12.lua': [],
 };
 
 describe('the conformance vectors', () => {
-  it('cover the five fixed scripts with every return code, and name only scripts of lua/', () => {
-    expect(vectors.map((v) => v.script).sort()).toEqual(expect.arrayContaining(Object.keys(FIXED)));
+  it('cover the five fixed scripts and the job scheduler scripts with every return code, and name only scripts of lua/', () => {
+    expect(vectors.map((v) => v.script).sort()).toEqual(expect.arrayContaining(Object.keys(COVERED)));
     for (const { file, script, cases } of vectors) {
       expect({ file, script: readdirSync(luaDir).includes(script) }).toEqual({ file, script: true });
       expect(file).toBe(script.replace(/\.lua$/, '.json'));
@@ -39,7 +57,7 @@ describe('the conformance vectors', () => {
         expect(named.filter((key) => !key.includes(QUEUE_PLACEHOLDER))).toEqual([]);
       }
       const codes = new Set(cases.flatMap((c) => (typeof c.reply === 'number' ? [c.reply] : Array.isArray(c.reply) ? c.reply.filter((r) => typeof r === 'number' && r < 0) : [])));
-      for (const code of FIXED[script] ?? []) expect({ script, code, covered: codes.has(code as number) }).toEqual({ script, code, covered: true });
+      for (const code of COVERED[script] ?? []) expect({ script, code, covered: codes.has(code as number) }).toEqual({ script, code, covered: true });
     }
   });
 });

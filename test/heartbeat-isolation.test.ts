@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Cluster, Redis } from 'ioredis';
 import { LockManager, Queue, Worker } from '../lib/index.js';
 import { connectRenewal } from '../lib/runtime/connection.js';
+import { withinMs } from '../lib/runtime/within-ms.js';
 import { clusterNodes, eventually, masters, newClient, onCluster, redisUrl, uniqueQueueName } from './support/redis.js';
 
 /** The addr= of every client named `name` in CLIENT LIST, of every server (each master of a Cluster). */
@@ -87,6 +88,26 @@ describe('the renewal connection of a Cluster', () => {
     } finally {
       renewal.disconnect();
       cluster.disconnect();
+    }
+  });
+});
+
+// A tick waits for its replies at most lockRenewTime. In a process whose event loop a big
+// synchronous task held past that bound, the replies wait on the socket while the bound's timer is
+// due, and Node runs due timers before it reads sockets: the tick took a reply that came in time for
+// silence, reported a heartbeatError, and after lockDuration of such ticks dropped a job it still held.
+describe('the bound on a tick after a blocked event loop', () => {
+  it('reads a reply that came in time instead of taking it for silence; still gives up on real silence', async () => {
+    const client = newClient();
+    try {
+      await client.ping();
+      const answer = withinMs(client.ping(), 50);
+      const until = Date.now() + 200;
+      while (Date.now() < until); // the PING's reply arrives and waits on the socket
+      expect(await answer).toBe('PONG');
+      expect(await withinMs(new Promise(() => undefined), 50)).toBeUndefined();
+    } finally {
+      client.disconnect();
     }
   });
 });

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { Inject, Injectable, Module } from '@nestjs/common';
-import type { TestingModule } from '@nestjs/testing';
+import { Test, type TestingModule } from '@nestjs/testing';
 import {
   EchoMQModule, InjectQueue, Process, Processor, Queue, WorkerOrchestrator, getQueueToken,
   type ConnectionInput, type EchoMQOptionsFactory, type EchoMQQueueOptionsFactory, type EchoMQRootOptions, type Job,
@@ -167,5 +167,68 @@ describe('EchoMQModule registration', () => {
     expect(worker.options.concurrency).toBe(3);
     expect(worker.options.lockDuration).toBe(4000);
     expect(worker.options.lockRenewTime).toBe(2000);
+  });
+
+  it('takes settings.backoffStrategy from the root worker defaults, or from @Processor, whose own wins', async () => {
+    const [rooted, own] = [uniqueQueueName('bo-root'), uniqueQueueName('bo-own')];
+    const asked: string[] = [];
+    const giveUp = (_n: number, type: string) => { asked.push(`root:${type}`); return -1; };
+    const retryNow = (_n: number, type: string) => { asked.push(`own:${type}`); return 0; };
+    @Processor(rooted)
+    class Rooted {
+      @Process() run(job: Job) {
+        if (job.attemptsMade === 0) throw new Error('first try fails');
+        return 'second try';
+      }
+    }
+    @Processor({ name: own, settings: { backoffStrategy: retryNow } })
+    class Own {
+      @Process() run(job: Job) {
+        if (job.attemptsMade === 0) throw new Error('first try fails');
+        return 'second try';
+      }
+    }
+    app = await startApp({
+      imports: [EchoMQModule.forRoot({ connection: testConnection(), worker: { settings: { backoffStrategy: giveUp } } })],
+      providers: [Rooted, Own],
+    });
+    const orchestrator = app.get(WorkerOrchestrator, { strict: false });
+    expect(orchestrator.getWorker(rooted)!.options.backoffStrategy).toBe(giveUp);
+    expect(orchestrator.getWorker(own)!.options.backoffStrategy).toBe(retryNow);
+    const [rootedQueue, ownQueue] = [new Queue(rooted, { connection: testConnection() }), new Queue(own, { connection: testConnection() })];
+    try {
+      const a = await rootedQueue.add('a', {}, { attempts: 3, backoff: { type: 'custom' } });
+      const b = await ownQueue.add('b', {}, { attempts: 3, backoff: { type: 'custom' } });
+      const finished = async (queue: Queue, id: string) => {
+        const state = await (await queue.getJob(id))?.getState();
+        return state === 'completed' || state === 'failed' ? queue.getJob(id) : undefined;
+      };
+      const [failed, completed] = await Promise.all([
+        eventually(() => finished(rootedQueue, a.id), 10_000, 'the job of the root strategy'),
+        eventually(() => finished(ownQueue, b.id), 10_000, "the job of the processor's strategy"),
+      ]);
+      expect([await failed!.getState(), failed!.attemptsMade, failed!.failedReason]).toEqual(['failed', 1, 'first try fails']);
+      expect([await completed!.getState(), completed!.returnvalue]).toEqual(['completed', 'second try']);
+      expect(asked.sort()).toEqual(['own:custom', 'root:custom']);
+    } finally {
+      await Promise.all([rootedQueue.close(), ownQueue.close()]);
+    }
+  });
+
+  it('refuses at init a @Processor whose settings.backoffStrategy is not a function', async () => {
+    @Processor({ name: uniqueQueueName('bo-bad'), settings: { backoffStrategy: 'exponential' as never } })
+    class Misconfigured {
+      @Process() run() {
+        return 1;
+      }
+    }
+    const moduleRef = await Test.createTestingModule({ imports: [EchoMQModule.forRoot({ connection: testConnection() })], providers: [Misconfigured] }).compile();
+    try {
+      const refused = await moduleRef.init().then(() => undefined, (error: unknown) => error);
+      expect((refused as Error).message).toMatch(/processor Misconfigured: settings\.backoffStrategy: must be a function/);
+      expect(moduleRef.get(WorkerOrchestrator).getWorkers().size).toBe(0); // no worker started
+    } finally {
+      await moduleRef.close(); // the refused init leaves the configuration's connection to close
+    }
   });
 });

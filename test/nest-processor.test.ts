@@ -150,6 +150,18 @@ describe('@Processor and @Process', () => {
     expect(new Set(results.map((r) => r.result)).size).toBe(2);
   });
 
+  it('passes jobTimeout from the root worker defaults, and a @Processor\'s own wins', async () => {
+    @Processor({ name, jobTimeout: 100 })
+    class Slow {
+      @Process() async run(_job: Job, { signal }: { signal: AbortSignal }) {
+        await new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+      }
+    }
+    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection(), worker: { jobTimeout: 60_000 } })], providers: [Slow] });
+    const job = await queue.add('slow', {});
+    expect(await finished(queue, job.id)).toEqual({ state: 'failed', result: undefined, reason: `job ${job.id} timed out after 100 ms` });
+  });
+
   it('calls @OnWorkerEvent methods for active, progress, completed and failed; a throwing listener crashes nothing', async () => {
     const events: string[] = [];
     @Processor(name)

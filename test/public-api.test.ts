@@ -2,15 +2,15 @@ import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import type { ProcessorFunction } from '../lib/index.js';
 
-// The package's two entries, pinned: a name joins or leaves them on purpose, in this file too.
+// The package's entries, pinned: a name joins or leaves them on purpose, in this file too.
 describe('the public face', () => {
   it('exports exactly what users need, and none of the machinery', async () => {
     expect(Object.keys(await import('../lib/index.js')).sort()).toEqual([
-      'CloseTimeoutError', 'CorruptJobError', 'DEFAULT_CONFIG_KEY', 'DEFAULT_PREFIX', 'EchoMQError', 'EchoMQModule', 'EchoMQOptionError',
-      'ErrorCode', 'InjectQueue', 'Job', 'JobNotFoundError', 'Keys', 'LockLostError', 'LockManager', 'OnWorkerEvent',
-      'Process', 'Processor', 'Queue', 'QueueEvents', 'RedisFullError', 'RedisVersionError', 'UnrecoverableError',
-      'Worker', 'WorkerOrchestrator', 'codeMeaning', 'codeName', 'forQueue', 'forWorker', 'getConfigToken',
-      'getQueueToken',
+      'CloseTimeoutError', 'CorruptJobError', 'DEFAULT_CONFIG_KEY', 'DEFAULT_PREFIX', 'DelayedError', 'EchoMQError', 'EchoMQModule', 'EchoMQOptionError',
+      'ErrorCode', 'FlowProducer', 'InjectFlowProducer', 'InjectQueue', 'Job', 'JobCancelledError', 'JobNotFoundError', 'JobScheduler', 'JobTimeoutError', 'Keys', 'LockLostError', 'LockManager', 'OnQueueEvent', 'OnWorkerEvent',
+      'Process', 'Processor', 'Queue', 'QueueEvents', 'QueueEventsHost', 'QueueEventsListener', 'RateLimitError', 'RedisFullError', 'RedisVersionError', 'UnrecoverableError',
+      'WaitingChildrenError', 'Worker', 'WorkerOrchestrator', 'codeMeaning', 'codeName', 'forQueue', 'forWorker', 'getConfigToken',
+      'getFlowProducerToken', 'getQueueToken',
     ]);
   });
 
@@ -30,13 +30,15 @@ describe('the internal entry (@echomq/nestjs/internal)', () => {
   it('exports the machinery for tools, and nothing of the public face', async () => {
     const internal = Object.keys(await import('../lib/internal.js')).sort();
     expect(internal).toEqual([
-      'ADD_BATCH', 'DEFAULTS', 'FINISH_EVENT_SCAN', 'JOB_STATES', 'JobRunner', 'MAX_JOB_ID_LENGTH', 'MAX_QUEUE_NAME_LENGTH',
-      'MIN_REDIS_VERSION', 'QUEUE_KEY_NAMES', 'RENEWAL_CHUNK', 'SCRIPTS', 'Script', 'Scripts', 'WorkerLocks',
-      'assertCustomJobId', 'assertPrefix', 'assertQueueName', 'assertRenewBelowLock', 'backoffDelay', 'canNameJob',
+      'ADD_BATCH', 'DEFAULTS', 'FINISH_EVENT_SCAN', 'JOB_STATES', 'JobControlScripts', 'JobRunner', 'MAX_JOB_ID_LENGTH', 'MAX_MOVE_BATCH',
+      'MAX_QUEUE_NAME_LENGTH', 'MIN_REDIS_VERSION', 'QUEUE_KEY_NAMES', 'RENEWAL_CHUNK', 'REPAIR_BATCH', 'REPAIR_GRACE_MS', 'SCRIPTS',
+      'SchedulerChain', 'SchedulerScripts', 'Script', 'Scripts', 'WorkerLocks',
+      'assertCustomJobId', 'assertPrefix', 'assertQueueName', 'assertRenewBelowLock', 'backoffDelay', 'canNameJob', 'childExecArgv',
       'closeClient', 'connect', 'connectBlocking', 'dropClient', 'evictionPolicyWarning', 'explainRedisError',
-      'getJobState', 'isClient', 'isErrorCode', 'isNoScript', 'keepRule', 'parseJobState', 'parseJobStates',
-      'parseLockFailures', 'parsePickup', 'redisVersionError', 'resolveQueueEventsOptions', 'resolveQueueOptions',
-      'resolveWorkerOptions', 'runPipelined', 'validateHolder', 'validateJobOptions',
+      'firstSlots', 'getJobState', 'isClient', 'isErrorCode', 'isNoScript', 'keepRule', 'parseJobState', 'parseJobStates',
+      'parseLockFailures', 'parsePickup', 'parseRepeatOptions', 'parseSchedulerJobId', 'redisVersionError',
+      'resolveQueueEventsOptions', 'resolveQueueOptions', 'resolveWorkerOptions', 'runPipelined', 'sandboxPoolOf', 'scheduleJson',
+      'schedulerJobId', 'slotAfter', 'slotsAfter', 'validateHolder', 'validateJobOptions',
     ]);
     const publicNames = new Set(Object.keys(await import('../lib/index.js')));
     expect(internal.filter((name) => publicNames.has(name))).toEqual([]);
@@ -47,6 +49,21 @@ describe('the internal entry (@echomq/nestjs/internal)', () => {
     expect(pkg.exports).toEqual({
       '.': { types: './dist/lib/index.d.ts', import: './dist/lib/index.js' },
       './internal': { types: './dist/lib/internal.d.ts', import: './dist/lib/internal.js' },
+      // bull-board's adapter: its own entry, so only apps that import it load @bull-board/api (an optional peer).
+      './bull-board': { types: './dist/lib/integrations/bull-board/index.d.ts', import: './dist/lib/integrations/bull-board/index.js' },
+      './terminus': { types: './dist/lib/integrations/terminus/index.d.ts', import: './dist/lib/integrations/terminus/index.js' },
+      './prometheus': { types: './dist/lib/integrations/prometheus/index.d.ts', import: './dist/lib/integrations/prometheus/index.js' },
     });
+  });
+});
+
+// The integrations' entries: each loads its optional peer, which the public face never does (test/terminus.test.ts).
+describe('the integration entries', () => {
+  it('@echomq/nestjs/terminus exports the indicator and its module', async () => {
+    expect(Object.keys(await import('../lib/integrations/terminus/index.js')).sort()).toEqual(['EchoMQHealthIndicator', 'EchoMQHealthModule']);
+  });
+
+  it('@echomq/nestjs/prometheus exports the LockManager collector', async () => {
+    expect(Object.keys(await import('../lib/integrations/prometheus/index.js')).sort()).toEqual(['collectLockMetrics']);
   });
 });

@@ -63,7 +63,7 @@ describe('Queue: adding and reading jobs', () => {
     expect((await queue.getJobs('wait', 0, 1)).map((j) => j.name)).toEqual(['w1', 'w2']);
     expect((await queue.getJobs('wait', 1, 2)).map((j) => j.name)).toEqual(['w2', 'w3']);
     expect((await queue.getJobs(['prioritized', 'delayed'])).map((j) => j.name)).toEqual(['p', 'd']);
-    expect(await queue.getJobCounts()).toEqual({ wait: 3, paused: 0, prioritized: 1, active: 0, delayed: 1, completed: 0, failed: 0 });
+    expect(await queue.getJobCounts()).toEqual({ wait: 3, paused: 0, prioritized: 1, active: 0, delayed: 1, completed: 0, failed: 0, 'waiting-children': 0 });
   });
 });
 
@@ -131,7 +131,8 @@ describe('Queue: option validation', () => {
     ['priority', { priority: 2 ** 21 }],
     ['priority', { priority: -3 }],
     ['attempts', { attempts: 0 }],
-    ['backoff.type', { backoff: { type: 'linear', delay: 10 } }],
+    ['backoff.type', { backoff: { type: '', delay: 10 } }],
+    ['backoff.jitter', { backoff: { type: 'exponential', delay: 10, jitter: -0.5 } }],
     ['backoff.delay', { backoff: { type: 'fixed', delay: -5 } }],
     ['backoff', { backoff: 'soon' }],
     ['removeOnComplete', { removeOnComplete: -1 }],

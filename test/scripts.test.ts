@@ -663,21 +663,21 @@ describe('updateProgress-2 and addLog-2', () => {
   });
 });
 
-describe('removeJob-10', () => {
+describe('removeJob-14', () => {
   it('removes a job from any state with its logs, refuses a locked one, answers missing', async () => {
     const s = scriptsFor(client);
     const { jobId: waiting } = await s.scripts.addJob(newJob());
     await s.scripts.addLog(waiting, 'line', 0);
     const { jobId: delayed } = await s.scripts.addJob(newJob({ delay: 60_000 }));
-    expect(await s.scripts.removeJob(waiting)).toBe('removed');
-    expect(await s.scripts.removeJob(delayed)).toBe('removed');
+    expect((await s.scripts.removeJob(waiting)).outcome).toBe('removed');
+    expect((await s.scripts.removeJob(delayed)).outcome).toBe('removed');
     expect(await client.exists(s.keys.job(waiting), s.keys.logs(waiting), s.keys.job(delayed))).toBe(0);
     expect(await client.zcard(s.keys.delayed)).toBe(0);
-    expect(await s.scripts.removeJob(waiting)).toBe('missing');
+    expect((await s.scripts.removeJob(waiting)).outcome).toBe('missing');
 
     const active = await activeJob(s);
     const before = await snapshot(client, s.keys);
-    expect(await s.scripts.removeJob(active.jobId)).toBe('locked');
+    expect((await s.scripts.removeJob(active.jobId)).outcome).toBe('locked');
     expect(await snapshot(client, s.keys)).toEqual(before);
   });
 });

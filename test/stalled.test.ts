@@ -92,9 +92,11 @@ describe('stalled jobs', () => {
     const name = uniqueQueueName('healthy');
     const queue = new Queue(name, { connection: testConnection() });
     const worker = new Worker(name, async () => {
-      await sleep(1500);
+      await sleep(2500);
       return 'ok';
-    }, { connection: testConnection(), lockDuration: 400, stalledInterval: 150 });
+      // lockDuration 1000 (renewed every 500 ms) outlives a loaded CI machine's hiccups; 400 did not
+      // always. Sweeps every 300 ms: eight or so find the job active while it runs.
+    }, { connection: testConnection(), lockDuration: 1000, stalledInterval: 300 });
     const stalled = collect<JobStalledEvent>(worker.lockManager.stalled$);
     const completed = new Promise((resolve) => worker.once('completed', resolve));
     const job = await queue.add('x', {});

@@ -24,7 +24,7 @@ describe('states by name', () => {
     expect((await queue.getJobs(['waiting', 'completed'])).map((job) => job.id)).toEqual([a.id, b.id]);
     expect(await queue.getJobCounts('waiting', 'active')).toEqual({ waiting: 2, active: 0 });
     expect(await queue.getJobCounts('wait')).toEqual({ wait: 2 });
-    expect(await queue.getJobCounts()).toEqual({ wait: 2, paused: 0, prioritized: 0, active: 0, delayed: 0, completed: 0, failed: 0 });
+    expect(await queue.getJobCounts()).toEqual({ wait: 2, paused: 0, prioritized: 0, active: 0, delayed: 0, completed: 0, failed: 0, 'waiting-children': 0 });
   });
 
   it('refuses a state that is not one, naming where', async () => {
@@ -34,7 +34,7 @@ describe('states by name', () => {
     expect((await refusal(queue.getJobs(['wait', 'meta'] as never))).field).toBe('states[1]');
     const counts = await refusal(queue.getJobCounts('wait', 'events' as never));
     expect(counts.field).toBe('states[1]');
-    expect(counts.message).toMatch(/use one of wait, paused, prioritized, active, delayed, completed, failed \(or waiting, for wait\)/);
+    expect(counts.message).toMatch(/use one of wait, paused, prioritized, active, delayed, completed, failed, waiting-children \(or waiting, for wait\)/);
     expect((await refusal(queue.getJobs('wait', 0.5))).field).toBe('start');
     const [job] = await queue.getJobs('wait');
     expect((await refusal(job.retry('wait' as never))).field).toBe('from');

@@ -1,8 +1,11 @@
 import { Injectable, type Type } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { PROCESS_METADATA, PROCESSOR_METADATA, WORKER_EVENT_METADATA } from './echomq.constants.js';
-import type { ProcessorOptions } from './echomq.interfaces.js';
+import {
+  JOB_SCHEDULER_METADATA, PROCESS_METADATA, PROCESSOR_METADATA, QUEUE_EVENT_METADATA, QUEUE_EVENTS_LISTENER_METADATA, WORKER_EVENT_METADATA,
+} from './echomq.constants.js';
+import type { JobSchedulerDeclaration, ProcessorOptions } from './echomq.interfaces.js';
 import type { WorkerEventName } from './decorators/on-worker-event.decorator.js';
+import type { QueueEventsListenerMetadata, QueueEventsListenerName } from './decorators/queue-events-listener.decorator.js';
 
 /** Reads the EchoMQ decorators' metadata, and nothing else. */
 @Injectable()
@@ -19,8 +22,23 @@ export class EchoMQMetadataAccessor {
     return this.reflector.get(PROCESS_METADATA, method);
   }
 
+  /** The job schedulers a method declares (@JobScheduler), as written. */
+  jobSchedulers(method: Function): JobSchedulerDeclaration[] | undefined {
+    return this.reflector.get(JOB_SCHEDULER_METADATA, method);
+  }
+
   /** The worker events a method listens to. */
   workerEvents(method: Function): WorkerEventName[] | undefined {
     return this.reflector.get(WORKER_EVENT_METADATA, method);
+  }
+
+  /** The @QueueEventsListener queue and options of a class, if it has any. */
+  queueEventsListener(target: Type | Function): QueueEventsListenerMetadata | undefined {
+    return this.reflector.get(QUEUE_EVENTS_LISTENER_METADATA, target);
+  }
+
+  /** The queue events a method listens to (@OnQueueEvent). */
+  queueEvents(method: Function): QueueEventsListenerName[] | undefined {
+    return this.reflector.get(QUEUE_EVENT_METADATA, method);
   }
 }

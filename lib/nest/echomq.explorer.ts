@@ -1,9 +1,13 @@
-import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Scope, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
+import { decoratedScheduler, type DecoratedScheduler } from './decorated-scheduler.js';
 import { DEFAULT_CONFIG_KEY } from './echomq.constants.js';
-import type { WorkerDefaults } from './echomq.interfaces.js';
-import { DUPLICATE_HANDLER, DUPLICATE_PROCESSOR, NO_HANDLERS } from './echomq.messages.js';
+import type { JobSchedulerDeclaration, ProcessorSandbox, WorkerDefaults } from './echomq.interfaces.js';
+import {
+  DUPLICATE_HANDLER, DUPLICATE_PROCESSOR, NO_HANDLERS, SANDBOX_WITH_HANDLERS, SANDBOX_WITH_SCOPE, SCHEDULER_ON_SANDBOXED, SCHEDULER_OUTSIDE_PROCESSOR,
+} from './echomq.messages.js';
+import { checkSandbox } from './processor-sandbox.js';
 import { EchoMQMetadataAccessor } from './echomq-metadata.accessor.js';
 import type { WorkerEventName } from './decorators/on-worker-event.decorator.js';
 
@@ -23,9 +27,13 @@ export interface ProcessorDefinition {
   handlers: Map<string, string>;
   defaultHandler?: string;
   events: Array<{ event: WorkerEventName; method: string }>;
+  /** Its @JobScheduler declarations, in method order. */
+  schedulers: DecoratedScheduler[];
+  /** Its jobs run in this file, in a sandbox, instead of its methods (checked at init). */
+  sandbox?: ProcessorSandbox;
 }
 
-/** Collects the @Processor providers and their @Process / @OnWorkerEvent methods at module init. */
+/** Collects the @Processor providers and their @Process / @OnWorkerEvent / @JobScheduler methods at module init. */
 @Injectable()
 export class EchoMQExplorer implements OnModuleInit {
   private found: ProcessorDefinition[] = [];
@@ -64,10 +72,15 @@ export class EchoMQExplorer implements OnModuleInit {
     // A class provider carries the decorator on its metatype; a useFactory / useValue provider on its instance's class.
     const candidates = [wrapper.metatype, (wrapper.instance as object | undefined)?.constructor];
     const metatype = candidates.find((c): c is Function => typeof c === 'function' && this.accessor.processorOptions(c) !== undefined);
-    if (!metatype) return undefined;
+    if (!metatype) {
+      this.refuseStraySchedulers(candidates);
+      return undefined;
+    }
     const options = this.accessor.processorOptions(metatype)!;
-    const { name, configKey, partitions, scope: _scope, ...workerOptions } = options;
+    const { name, configKey, partitions, scope, sandbox, ...workerOptions } = options;
     const className = metatype.name;
+    if (sandbox !== undefined) checkSandbox(className, sandbox);
+    if (sandbox !== undefined && scope !== undefined && scope !== Scope.DEFAULT) throw new Error(SANDBOX_WITH_SCOPE(className, Scope[scope] ?? String(scope)));
     const definition: ProcessorDefinition = {
       queueName: name,
       configKey: configKey ?? DEFAULT_CONFIG_KEY,
@@ -79,15 +92,41 @@ export class EchoMQExplorer implements OnModuleInit {
       scoped: !wrapper.isNotMetatype && (wrapper.isTransient || !wrapper.isDependencyTreeStatic()),
       handlers: new Map(),
       events: [],
+      schedulers: [],
+      sandbox,
     };
     const prototype = metatype.prototype;
+    const scheduled: Array<{ method: string; jobNames: Array<string | undefined>; declarations: JobSchedulerDeclaration[] }> = [];
     for (const method of this.scanner.getAllMethodNames(prototype)) {
       const fn = prototype[method] as Function;
-      for (const jobName of this.accessor.jobNames(fn) ?? []) this.addHandler(definition, jobName, method);
+      const jobNames = this.accessor.jobNames(fn) ?? [];
+      for (const jobName of jobNames) this.addHandler(definition, jobName, method);
       for (const event of this.accessor.workerEvents(fn) ?? []) definition.events.push({ event, method });
+      const declarations = this.accessor.jobSchedulers(fn);
+      if (declarations) scheduled.push({ method, jobNames, declarations });
     }
-    if (definition.handlers.size === 0 && definition.defaultHandler === undefined) throw new Error(NO_HANDLERS(className));
+    const methods = [...new Set([...definition.handlers.values(), ...(definition.defaultHandler === undefined ? [] : [definition.defaultHandler])])];
+    if (sandbox !== undefined && methods.length > 0) throw new Error(SANDBOX_WITH_HANDLERS(className, methods));
+    if (sandbox !== undefined && scheduled.length > 0) throw new Error(SCHEDULER_ON_SANDBOXED(className, scheduled[0].method, scheduled[0].declarations[0]?.id));
+    if (sandbox === undefined && methods.length === 0) throw new Error(NO_HANDLERS(className));
+    // After every handler is known: a scheduler's job name must reach its own method.
+    for (const { method, jobNames, declarations } of scheduled) {
+      for (const declaration of declarations) definition.schedulers.push(decoratedScheduler(definition, method, jobNames, declaration));
+    }
     return definition;
+  }
+
+  /** A @JobScheduler outside a @Processor class would be ignored without a word: refused instead. */
+  private refuseStraySchedulers(candidates: unknown[]): void {
+    for (const candidate of new Set(candidates)) {
+      const prototype = typeof candidate === 'function' ? (candidate.prototype as Record<string, unknown> | undefined) : undefined;
+      if (!prototype) continue;
+      for (const method of this.scanner.getAllMethodNames(prototype)) {
+        const fn = prototype[method];
+        const declarations = typeof fn === 'function' ? this.accessor.jobSchedulers(fn) : undefined;
+        if (declarations?.length) throw new Error(SCHEDULER_OUTSIDE_PROCESSOR((candidate as Function).name, method, declarations[0].id));
+      }
+    }
   }
 
   private addHandler(definition: ProcessorDefinition, jobName: string | undefined, method: string): void {

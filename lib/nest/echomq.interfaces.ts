@@ -1,11 +1,14 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Provider, Scope, Type } from '@nestjs/common';
 import type { ConnectionInput } from '../runtime/connection.js';
+import type { FlowProducerOptions } from '../runtime/flows/flow-producer.js';
 import type { JobOptions, QueueOptions, WorkerOptions } from '../runtime/options.js';
+import type { RepeatOptions } from '../runtime/schedulers/repeat-options.js';
+import type { JobSchedulerTemplate } from '../runtime/schedulers/template.js';
 
 /** The worker settings a root configuration or a @Processor may set (runtime defaults otherwise). */
 export type WorkerDefaults = Pick<WorkerOptions,
   'concurrency' | 'lockDuration' | 'lockRenewTime' | 'stalledInterval' | 'maxStalledCount' |
-  'drainDelay' | 'limiter' | 'heartbeatLateThreshold' | 'maxEvents' | 'closeTimeout' | 'partitionConcurrency'>;
+  'drainDelay' | 'limiter' | 'heartbeatLateThreshold' | 'maxEvents' | 'closeTimeout' | 'partitionConcurrency' | 'settings' | 'jobTimeout'>;
 
 /** Options of one root configuration (forRoot / forRootAsync): one Redis, one prefix. */
 export interface EchoMQRootOptions {
@@ -43,11 +46,33 @@ export interface EchoMQModuleAsyncOptions extends AsyncFactory<EchoMQRootOptions
 }
 
 /**
+ * A job scheduler declared in code (@JobScheduler, registerQueue's `schedulers`), with
+ * Queue.upsertJobScheduler's arguments: its id, when it runs, and the jobs it makes.
+ */
+export interface JobSchedulerDeclaration<Data = unknown> {
+  id: string;
+  repeat: RepeatOptions;
+  template?: JobSchedulerTemplate<Data>;
+}
+
+/**
  * Per-queue settings; connection and prefix come from the queue's configuration. `partitions`
  * spreads the queue over that many hash tags (docs/cluster.md); its @Processor's worker takes the
  * same count.
  */
-export type QueueSettings = Pick<QueueOptions, 'defaultJobOptions' | 'maxEvents' | 'maxDataSize' | 'partitions'>;
+export interface QueueSettings extends Pick<QueueOptions, 'defaultJobOptions' | 'maxEvents' | 'maxDataSize' | 'partitions'> {
+  /**
+   * Job schedulers of this queue, upserted once at bootstrap before the workers start. Their jobs
+   * are named `template.name`, else the scheduler's id (as with queue.upsertJobScheduler).
+   */
+  schedulers?: JobSchedulerDeclaration[];
+  /**
+   * At bootstrap, remove the queue's schedulers that neither a registration of it nor a
+   * @JobScheduler of its processor declares (made by hand with queue.upsertJobScheduler included).
+   * Default false: a schedule removed from the code stays in Redis and keeps making jobs.
+   */
+  removeUndeclaredSchedulers?: boolean;
+}
 
 /** registerQueue's options for one queue. */
 export interface RegisterQueueOptions extends QueueSettings {
@@ -67,6 +92,19 @@ export interface RegisterQueueAsyncOptions extends AsyncFactory<QueueSettings, E
   configKey?: string;
 }
 
+/**
+ * A processor's sandbox (docs/sandbox.md): its jobs run in this file's default export, in worker
+ * threads or child processes, and the class's methods handle none of them.
+ */
+export interface ProcessorSandbox {
+  /** The processor file: an absolute path or a file: URL (`new URL('./resize.sandbox.js', import.meta.url)`). */
+  file: string | URL;
+  /** Worker threads (true) or child processes (false). Default false. */
+  useWorkerThreads?: boolean;
+  /** ms a sandbox may go on after its job's signal aborted, before it is killed (the worker's sandboxGracePeriod). Default 5,000. */
+  gracePeriod?: number;
+}
+
 /** @Processor's options: the queue, its configuration, worker settings and the provider scope. */
 export interface ProcessorOptions extends WorkerDefaults {
   name: string;
@@ -79,4 +117,34 @@ export interface ProcessorOptions extends WorkerDefaults {
   partitions?: number;
   /** Scope.REQUEST or Scope.TRANSIENT: a fresh instance (with the job as its request) per job. */
   scope?: Scope;
+  /**
+   * Run every job of the queue in this file, in a sandbox, instead of the class's @Process methods
+   * (it may have none; @OnWorkerEvent methods still run, in the app, with its dependencies).
+   */
+  sandbox?: ProcessorSandbox;
+}
+
+/**
+ * A registered flow producer's settings; its connection is its configuration's, and so is its
+ * prefix unless given here (a flow job's own `prefix` still wins).
+ */
+export type FlowProducerSettings = Omit<FlowProducerOptions, 'connection'>;
+
+/** registerFlowProducer's options for one flow producer (@nestjs/bullmq's shape). */
+export interface RegisterFlowProducerOptions extends FlowProducerSettings {
+  /** Its name, for @InjectFlowProducer(name). Default `default`. */
+  name?: string;
+  /** The root configuration it writes to. Default `default`. */
+  configKey?: string;
+}
+
+/** A class that builds a flow producer's settings (registerFlowProducerAsync's useClass / useExisting). */
+export interface EchoMQFlowProducerOptionsFactory {
+  createFlowProducerOptions(): FlowProducerSettings | Promise<FlowProducerSettings>;
+}
+
+/** registerFlowProducerAsync's options: the name is given up front, the settings come from a factory. */
+export interface RegisterFlowProducerAsyncOptions extends AsyncFactory<FlowProducerSettings, EchoMQFlowProducerOptionsFactory> {
+  name?: string;
+  configKey?: string;
 }

@@ -15,7 +15,7 @@ export class QueueRegistry {
   constructor(private readonly configs: ConfigRegistry) {}
 
   /** The queue `name`, created on first registration on its configuration's shared connection. */
-  register(name: string, configKey: string = DEFAULT_CONFIG_KEY, settings: QueueSettings = {}): Queue {
+  register(name: string, configKey: string = DEFAULT_CONFIG_KEY, settings: Omit<QueueSettings, 'schedulers' | 'removeUndeclaredSchedulers'> = {}): Queue {
     const existing = this.queues.get(name);
     if (existing) {
       if (existing.configKey !== configKey) throw new Error(QUEUE_CONFIG_CONFLICT(name, existing.configKey, configKey));
@@ -45,6 +45,11 @@ export class QueueRegistry {
   /** The registered queue `name` and its configuration key, if any. */
   registration(name: string): { queue: Queue; configKey: string } | undefined {
     return this.queues.get(name);
+  }
+
+  /** Every registered queue, by name, in registration order (a health check or a dashboard reads them all). */
+  all(): ReadonlyMap<string, Queue> {
+    return new Map([...this.queues].map(([name, { queue }]) => [name, queue]));
   }
 
   /** Closes every queue (their shared connections are closed by the ConfigRegistry). */

@@ -4,14 +4,17 @@ import { LockManager } from '../runtime/locks/lock-manager.js';
 import { Worker } from '../runtime/worker/worker.js';
 import { ConfigRegistry } from './config.registry.js';
 import { EchoMQExplorer, type ProcessorDefinition } from './echomq.explorer.js';
+import { FlowProducerRegistry } from './flow-producer.registry.js';
 import { INVALID_PROCESSOR_OPTIONS, NOT_INITIALIZED, PROCESSOR_PARTITIONS_MISMATCH, WORKERS_CLOSED } from './echomq.messages.js';
 import { ProcessorDispatcher } from './processor.dispatcher.js';
 import { QueueRegistry } from './queue.registry.js';
+import { SchedulerBootstrap } from './scheduler.bootstrap.js';
 
 /**
- * Starts a Worker per @Processor after the app is initialized, and stops them on shutdown:
+ * Starts a Worker per @Processor after the app is initialized (and its declared job schedulers
+ * are in Redis: SchedulerBootstrap), and stops them on shutdown:
  * first the workers drain (no more fetching; running jobs finish with their locks renewed, and
- * may still add jobs), only then the queues, the shared connections and the LockManager close.
+ * may still add jobs and flows), only then the queues and flow producers, the shared connections and the LockManager close.
  * Also the public handle to start workers by hand (startWorkers: false) and to look them up.
  */
 @Injectable()
@@ -26,11 +29,17 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
     private readonly configs: ConfigRegistry,
     private readonly queues: QueueRegistry,
     private readonly lockManager: LockManager,
+    private readonly schedulers: SchedulerBootstrap,
+    private readonly flowProducers: FlowProducerRegistry,
   ) {}
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     // Every processor, started now or later by hand: a partition count at odds with its queue's is refused at init.
     for (const definition of this.explorer.definitions) this.partitionsOf(definition);
+    // The schedules before any worker: a changed one replaces its old pending jobs, and an undeclared
+    // one is removed (removeUndeclaredSchedulers), before a worker of this code could take one.
+    await this.schedulers.apply();
+    if (this.closed) return; // app.close() came during the upserts
     const automatic = this.explorer.definitions.filter((d) => this.configs.get(d.configKey, `processor ${d.className}`).options.startWorkers !== false);
     for (const definition of automatic) this.start(definition);
   }
@@ -67,10 +76,10 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
     await Promise.all([...this.workers.values()].map((worker) => worker.close()));
   }
 
-  /** After the workers: the queues, then the shared connections, then the LockManager's streams. */
+  /** After the workers: the queues and flow producers, then the shared connections, then the LockManager's streams. */
   async onApplicationShutdown(): Promise<void> {
     await this.onModuleDestroy();
-    await this.queues.close();
+    await Promise.all([this.queues.close(), this.flowProducers.close()]);
     await this.configs.close();
     await this.lockManager.close();
   }
@@ -98,10 +107,12 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
     try {
       // A root partitionConcurrency is a default for partitioned queues: a plain queue's worker refuses it.
       const { partitionConcurrency: rootBound, ...rootWorker } = options.worker ?? {};
-      worker = new Worker(definition.queueName, this.dispatcher.processorFor(definition), {
+      const { sandbox } = definition;
+      worker = new Worker(definition.queueName, sandbox ? sandbox.file : this.dispatcher.processorFor(definition), {
         ...rootWorker,
         ...((partitions ?? 1) > 1 && rootBound !== undefined ? { partitionConcurrency: rootBound } : {}),
         ...definition.workerOptions,
+        ...(sandbox ? { useWorkerThreads: sandbox.useWorkerThreads, sandboxGracePeriod: sandbox.gracePeriod } : {}),
         partitions,
         connection: client,
         prefix: options.prefix,

@@ -5,6 +5,8 @@ import { QUEUE_KEY_NAMES } from './keys.js';
 export const MAX_QUEUE_NAME_LENGTH = 200;
 /** Longest custom job id accepted. */
 export const MAX_JOB_ID_LENGTH = 400;
+/** Longest deduplication id accepted: it is part of a key (`P:{Q}:de:<id>`), as a job id is. */
+export const MAX_DEDUPLICATION_ID_LENGTH = 400;
 
 const RESERVED = new Set<string>(QUEUE_KEY_NAMES);
 
@@ -47,6 +49,19 @@ export function assertCustomJobId(jobId: unknown): asserts jobId is string {
   }
   if (RESERVED.has(jobId)) {
     throw new EchoMQOptionError('jobId', `"${jobId}" is the name of one of the queue's own keys`);
+  }
+}
+
+/**
+ * A deduplication id is a non-empty string of at most 400 characters. Any character may be in it
+ * (`:` included): its key is `P:{Q}:de:<id>`, and nothing else of the queue is named `de:...`.
+ */
+export function assertDeduplicationId(id: unknown, field = 'deduplicationId'): asserts id is string {
+  if (typeof id !== 'string' || id.length === 0) {
+    throw new EchoMQOptionError(field, `must be a non-empty string, got ${describe(id)}`);
+  }
+  if (id.length > MAX_DEDUPLICATION_ID_LENGTH) {
+    throw new EchoMQOptionError(field, `is ${id.length} characters long; at most ${MAX_DEDUPLICATION_ID_LENGTH} are allowed`);
   }
 }
 

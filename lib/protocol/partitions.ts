@@ -76,9 +76,13 @@ export function assertCustomIdForPartitions(jobId: string, partitions: number, f
   }
 }
 
-/** The routing key of a job: its partitionKey, else its custom id; undefined means round-robin. */
-export function routingKeyOf(opts: { partitionKey?: string; jobId?: string }): string | undefined {
-  return opts.partitionKey ?? opts.jobId;
+/**
+ * The routing key of a job: its partitionKey, else its deduplication id (adds of one id must meet
+ * in one partition to be deduplicated, whatever their custom ids), else its custom id; undefined
+ * means round-robin.
+ */
+export function routingKeyOf(opts: { partitionKey?: string; jobId?: string; deduplication?: { id: string } }): string | undefined {
+  return opts.partitionKey ?? opts.deduplication?.id ?? opts.jobId;
 }
 
 /** A partitionKey is a non-empty string of at most 400 characters. */

@@ -67,14 +67,19 @@ export interface ScriptCall {
 
 /**
  * Runs many script calls in one round trip. A call that failed with NOSCRIPT did not run, so it is
- * resent on its own (as EVAL); other errors are returned in place, in call order.
+ * resent on its own (as EVAL); other errors are returned in place, in call order. `extra` queues
+ * plain commands after the calls, in the same round trip (a worker's heartbeat carries its registry
+ * entry and the read of the queue's limits that way); their replies follow the calls' replies.
  */
-export async function runPipelined(client: RedisClient, calls: ScriptCall[]): Promise<Array<[Error | null, unknown]>> {
-  if (calls.length === 0) return [];
+export async function runPipelined(
+  client: RedisClient, calls: ScriptCall[], extra?: (pipeline: ChainableCommander) => void,
+): Promise<Array<[Error | null, unknown]>> {
+  if (calls.length === 0 && !extra) return [];
   const pipeline = client.pipeline();
   for (const call of calls) call.script.queue(pipeline, call.keys, call.args);
+  extra?.(pipeline);
   const replies = ((await pipeline.exec()) ?? []) as Array<[Error | null, unknown]>;
-  for (let i = 0; i < replies.length; i++) {
+  for (let i = 0; i < calls.length && i < replies.length; i++) {
     if (isNoScript(replies[i][0])) {
       const call = calls[i];
       try {

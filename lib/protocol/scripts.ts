@@ -10,10 +10,15 @@ export const ADD_BATCH = 500;
 export const SCRIPTS = {
   addJob: new Script('addJob', 9),
   addJobs: new Script('addJobs', 9),
+  addJobsDedup: new Script('addJobsDedup', 9),
+  getDeduplicationJobId: new Script('getDeduplicationJobId', 1),
+  freeDeduplication: new Script('freeDeduplication', 1),
   moveToActive: new Script('moveToActive', 11),
   moveToActiveBounded: new Script('moveToActiveBounded', 11),
   moveToFinished: new Script('moveToFinished', 14),
   finishJobs: new Script('finishJobs', 13),
+  finishJobsBounded: new Script('finishJobsBounded', 13),
+  moveJobFromActiveToWait: new Script('moveJobFromActiveToWait', 11),
   retryJob: new Script('retryJob', 12),
   extendLock: new Script('extendLock', 2),
   extendLocks: new Script('extendLocks', 1),
@@ -21,11 +26,37 @@ export const SCRIPTS = {
   pause: new Script('pause', 6),
   updateProgress: new Script('updateProgress', 2),
   addLog: new Script('addLog', 2),
-  removeJob: new Script('removeJob', 10),
+  removeJob: new Script('removeJob', 14),
   reprocessJob: new Script('reprocessJob', 9),
   cleanJobsInSet: new Script('cleanJobsInSet', 2),
   drain: new Script('drain', 5),
   obliterate: new Script('obliterate', 2),
+  upsertJobScheduler: new Script('upsertJobScheduler', 10),
+  startSchedulerJob: new Script('startSchedulerJob', 14),
+  repairJobScheduler: new Script('repairJobScheduler', 12),
+  removeJobScheduler: new Script('removeJobScheduler', 7),
+  // Job control (bindings in job-control-scripts.ts).
+  updateData: new Script('updateData', 1),
+  changeDelay: new Script('changeDelay', 4),
+  changePriority: new Script('changePriority', 8),
+  promote: new Script('promote', 9),
+  moveToDelayed: new Script('moveToDelayed', 7),
+  retryJobs: new Script('retryJobs', 8),
+  promoteJobs: new Script('promoteJobs', 8),
+  // Cancels (queue.cancelJob; docs/protocol.md, "Cancelling jobs").
+  cancelJob: new Script('cancelJob', 9),
+  cancelledAmong: new Script('cancelledAmong', 1),
+  // Flows (bindings in flow-scripts.ts; docs/protocol.md, "Flows").
+  addFlowJobs: new Script('addFlowJobs', 15),
+  ackNotices: new Script('ackNotices', 2),
+  ackFlowPending: new Script('ackFlowPending', 2),
+  finishFlowJob: new Script('finishFlowJob', 8),
+  finishFlowJobs: new Script('finishFlowJobs', 15),
+  settleChildren: new Script('settleChildren', 12),
+  addDependency: new Script('addDependency', 4),
+  moveToWaitingChildren: new Script('moveToWaitingChildren', 7),
+  // Metrics of workers with `metrics` (bindings in metrics.ts; docs/protocol.md, "Metrics").
+  recordMetrics: new Script('recordMetrics', 2),
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;
@@ -65,6 +96,27 @@ export interface NewJob {
   delay: number;
   priority: number;
   lifo: boolean;
+  /** Set only for an add with deduplication (docs/deduplication.md); a plain add's call is as it always was. */
+  deduplication?: NewJobDeduplication;
+}
+
+/** A job's deduplication as the add scripts take it: ttl 0 = none (simple mode). */
+export interface NewJobDeduplication {
+  id: string;
+  ttl: number;
+  extend: boolean;
+  replace: boolean;
+}
+
+/**
+ * What an add answered: `created` when the job was added; otherwise `jobId` is the job already
+ * there: the one of that custom id, or (`deduplicated`) the one that holds the deduplication id.
+ */
+export interface AddedJob {
+  jobId: string;
+  created: boolean;
+  /** Present (true) only when the add was dropped by deduplication. */
+  deduplicated?: true;
 }
 
 export interface Finish {
@@ -79,6 +131,23 @@ export interface Finish {
   keepAgeMs: number;
   /** Set to take the next job in the same call. */
   next?: { token: string; lockDuration: number };
+}
+
+/** What removeJob-14 is asked besides the job. */
+export interface RemoveJobCall {
+  /** Answer the job's unsettled children (a parent's), for the runtime to remove. */
+  children: boolean;
+  /** Leave a notice for the job's parent (false when the parent is being removed too). */
+  notifyParent: boolean;
+}
+
+/** removeJob-14's answer. */
+export interface RemovedJob {
+  outcome: 'removed' | 'locked' | 'missing';
+  /** A removed child's notice for its parent (JSON [parentKey, outcome, value, policy]), now in its queue. */
+  notice?: string;
+  /** A removed parent's unsettled children (job keys), when asked. */
+  children: string[];
 }
 
 export interface Retry {
@@ -123,36 +192,39 @@ export class Scripts {
     this.pickupKeyNames = PICKUP_KEYS.map((name) => keys[name]);
   }
 
-  /** Adds a job; `created` is false when the custom id already existed (nothing was written). */
-  async addJob(job: NewJob): Promise<{ jobId: string; created: boolean }> {
-    const k = this.keys;
-    const args: ScriptArg[] = [k.base, job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay,
-      job.priority, job.lifo ? '1' : '0', this.maxEvents];
-    // ARGV[11] is optional: a plain queue's add sends what it always sent.
-    if (this.idPrefix !== '') args.push(this.idPrefix);
-    const reply = await this.call({ script: SCRIPTS.addJob, keys: this.addKeys(), args });
-    const [jobId, created] = reply as [string, number];
-    return { jobId: String(jobId), created: created === 1 };
+  /**
+   * Adds a job; `created` is false when the custom id already existed or (`deduplicated`) the
+   * deduplication id is held: then nothing was written but the `deduplicated` event.
+   */
+  async addJob(job: NewJob): Promise<AddedJob> {
+    const reply = await this.call({ script: SCRIPTS.addJob, keys: this.addKeys(), args: this.addJobArgs(job) });
+    const [jobId, outcome] = reply as [string, number];
+    return addedJob(jobId, outcome);
   }
 
   /**
-   * Adds many jobs in one round trip: one addJobs-9 call per ADD_BATCH jobs, all pipelined.
+   * addJob-9's ARGV. ARGV[11] (the automatic id prefix) and ARGV[12..15] (deduplication) are
+   * optional: an add without deduplication on a plain queue sends what it always sent.
+   */
+  private addJobArgs(job: NewJob): ScriptArg[] {
+    const args: ScriptArg[] = [this.keys.base, job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay,
+      job.priority, job.lifo ? '1' : '0', this.maxEvents];
+    const dedup = job.deduplication;
+    if (dedup) args.push(this.idPrefix, dedup.id, dedup.ttl, dedup.extend ? '1' : '0', dedup.replace ? '1' : '0');
+    else if (this.idPrefix !== '') args.push(this.idPrefix);
+    return args;
+  }
+
+  /**
+   * Adds many jobs in one round trip: one call per ADD_BATCH jobs, all pipelined. A batch without
+   * a deduplicated job goes as addJobs-9, one with any as addJobsDedup-9 (its fields for every job).
    * Results in order; an Error in place of each job of a batch that failed.
    */
-  async addJobs(jobs: NewJob[]): Promise<Array<{ jobId: string; created: boolean } | Error>> {
-    const k = this.keys;
+  async addJobs(jobs: NewJob[]): Promise<Array<AddedJob | Error>> {
     const calls: ScriptCall[] = [];
-    for (let i = 0; i < jobs.length; i += ADD_BATCH) {
-      const batch = jobs.slice(i, i + ADD_BATCH);
-      // The id prefix is optional (addJobs-9 tells by the ARGV count): a plain queue's call is as it always was.
-      const args: ScriptArg[] = this.idPrefix === '' ? [k.base, this.maxEvents] : [k.base, this.maxEvents, this.idPrefix];
-      for (const job of batch) {
-        args.push(job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay, job.priority, job.lifo ? '1' : '0');
-      }
-      calls.push({ script: SCRIPTS.addJobs, keys: this.addKeys(), args });
-    }
+    for (let i = 0; i < jobs.length; i += ADD_BATCH) calls.push(this.addJobsCall(jobs.slice(i, i + ADD_BATCH)));
     const replies = await runPipelined(this.client, calls);
-    const results: Array<{ jobId: string; created: boolean } | Error> = [];
+    const results: Array<AddedJob | Error> = [];
     replies.forEach(([error, reply], batch) => {
       const size = Math.min(ADD_BATCH, jobs.length - batch * ADD_BATCH);
       if (error) {
@@ -160,9 +232,45 @@ export class Scripts {
         return;
       }
       const flat = reply as Array<string | number>;
-      for (let j = 0; j < flat.length; j += 2) results.push({ jobId: String(flat[j]), created: flat[j + 1] === 1 });
+      for (let j = 0; j < flat.length; j += 2) results.push(addedJob(flat[j], flat[j + 1] as number));
     });
     return results;
+  }
+
+  /** The call of one batch of at most ADD_BATCH jobs. */
+  private addJobsCall(batch: NewJob[]): ScriptCall {
+    const k = this.keys;
+    if (!batch.some((job) => job.deduplication)) {
+      // The id prefix is optional (addJobs-9 tells by the ARGV count): a plain queue's call is as it always was.
+      const args: ScriptArg[] = this.idPrefix === '' ? [k.base, this.maxEvents] : [k.base, this.maxEvents, this.idPrefix];
+      for (const job of batch) {
+        args.push(job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay, job.priority, job.lifo ? '1' : '0');
+      }
+      return { script: SCRIPTS.addJobs, keys: this.addKeys(), args };
+    }
+    const args: ScriptArg[] = [k.base, this.maxEvents, this.idPrefix];
+    for (const job of batch) {
+      const dedup = job.deduplication;
+      args.push(job.customId ?? '', job.name, job.data, job.opts, job.timestamp, job.delay, job.priority, job.lifo ? '1' : '0',
+        dedup?.id ?? '', dedup?.ttl ?? 0, dedup?.extend ? '1' : '0', dedup?.replace ? '1' : '0');
+    }
+    return { script: SCRIPTS.addJobsDedup, keys: this.addKeys(), args };
+  }
+
+  /** The job that holds a deduplication id (by the rule every add applies), or null when it is free. */
+  async getDeduplicationJobId(deduplicationId: string): Promise<string | null> {
+    const reply = await this.call({
+      script: SCRIPTS.getDeduplicationJobId,
+      keys: [this.keys.deduplication(deduplicationId)],
+      args: [this.keys.base, deduplicationId],
+    });
+    return reply === null ? null : String(reply);
+  }
+
+  /** Deletes a simple-mode deduplication key still naming `jobId`, which has finished; true when it did. */
+  async freeDeduplication(deduplicationId: string, jobId: string): Promise<boolean> {
+    const reply = await this.call({ script: SCRIPTS.freeDeduplication, keys: [this.keys.deduplication(deduplicationId)], args: [jobId] });
+    return reply === 1;
   }
 
   /** Takes the next ready job into active under `token`; `limit` is the worker's rate limit, if any. */
@@ -192,19 +300,47 @@ export class Scripts {
   /**
    * Finishes several jobs in one call (finishJobs-13, the batch form of moveToFinished-14). One
    * result per finish, in order: the Pickup its fetch-next took (`finish.next`), or the EchoMQError
-   * that refused it (that job is left as it was; the others are not affected).
+   * that refused it (that job is left as it was; the others are not affected). With a finite
+   * `maxActive` (a queue-wide concurrency) it is finishJobsBounded-13: fetch-next leaves active
+   * holding at most maxActive jobs, and a slot left free with ready work behind it sets the marker.
    */
-  async finishJobs(finishes: Finish[], pickupTimestamp: number, lockDuration: number, limit?: RateLimit): Promise<Array<Pickup | EchoMQError>> {
+  async finishJobs(finishes: Finish[], pickupTimestamp: number, lockDuration: number, limit?: RateLimit, maxActive = Infinity): Promise<Array<Pickup | EchoMQError>> {
     const k = this.keys;
+    const bounded = Number.isFinite(maxActive);
+    const script = bounded ? SCRIPTS.finishJobsBounded : SCRIPTS.finishJobs;
     const args: ScriptArg[] = [k.base, pickupTimestamp, this.maxEvents, lockDuration, limit?.max ?? 0, limit?.duration ?? 0];
+    if (bounded) args.push(maxActive);
     for (const f of finishes) {
       args.push(f.jobId, f.token, f.outcome, f.value, f.stacktrace, f.keepCount, f.keepAgeMs, f.next?.token ?? '', f.timestamp);
     }
-    const reply = await this.call({ script: SCRIPTS.finishJobs, keys: [...this.pickupKeys(), k.completed, k.failed], args });
+    const reply = await this.call({ script, keys: [...this.pickupKeys(), k.completed, k.failed], args });
     const [results, nextDelayedAt, rateLimitedFor] = reply as [Array<string | number | string[]>, number, number];
     return finishes.map((f, i) => {
       const code = results[3 * i] as number;
-      if (isErrorCode(code)) return new EchoMQError(code, f.jobId, SCRIPTS.finishJobs.fileName);
+      if (isErrorCode(code)) return new EchoMQError(code, f.jobId, script.fileName);
+      return parsePickup([results[3 * i + 1], results[3 * i + 2], nextDelayedAt, rateLimitedFor]);
+    });
+  }
+
+  /**
+   * Finishes several jobs of flows in one call (finishFlowJobs-15, the batch form of
+   * finishFlowJob-8, with fetch-next): as finishJobs (a finite `maxActive` bounds the fetch-nexts
+   * as finishJobsBounded-13 does), and each job that finished and has a parent left its notice in
+   * this queue, for ParentNotices to deliver.
+   */
+  async finishFlowJobs(finishes: Finish[], pickupTimestamp: number, lockDuration: number, limit?: RateLimit, maxActive = Infinity): Promise<Array<Pickup | EchoMQError>> {
+    const k = this.keys;
+    const script = SCRIPTS.finishFlowJobs;
+    const args: ScriptArg[] = [k.base, pickupTimestamp, this.maxEvents, lockDuration, limit?.max ?? 0, limit?.duration ?? 0,
+      Number.isFinite(maxActive) ? maxActive : ''];
+    for (const f of finishes) {
+      args.push(f.jobId, f.token, f.outcome, f.value, f.stacktrace, f.keepCount, f.keepAgeMs, f.next?.token ?? '', f.timestamp);
+    }
+    const reply = await this.call({ script, keys: [...this.pickupKeys(), k.completed, k.failed, k.notices, k.noticeData], args });
+    const [results, nextDelayedAt, rateLimitedFor] = reply as [Array<string | number | string[]>, number, number];
+    return finishes.map((f, i) => {
+      const code = results[3 * i] as number;
+      if (isErrorCode(code)) return new EchoMQError(code, f.jobId, script.fileName);
       return parsePickup([results[3 * i + 1], results[3 * i + 2], nextDelayedAt, rateLimitedFor]);
     });
   }
@@ -218,6 +354,20 @@ export class Scripts {
       args: [retry.jobId, retry.token, retry.timestamp, retry.delay, retry.failedReason, retry.stacktrace, this.maxEvents],
     });
     this.throwIfCode(reply, retry.jobId, SCRIPTS.retryJob);
+  }
+
+  /**
+   * Gives a job back because the queue is rate limited (its handler threw RateLimitError): the lock
+   * is checked and released and the job goes back to ready, next in line, without using an attempt.
+   */
+  async moveJobFromActiveToWait(jobId: string, token: string): Promise<void> {
+    const k = this.keys;
+    const reply = await this.call({
+      script: SCRIPTS.moveJobFromActiveToWait,
+      keys: [k.active, k.wait, k.paused, k.meta, k.prioritized, k.pc, k.marker, k.events, k.stalled, k.job(jobId), k.lock(jobId)],
+      args: [jobId, token, this.maxEvents],
+    });
+    this.throwIfCode(reply, jobId, SCRIPTS.moveJobFromActiveToWait);
   }
 
   /** The seed's single-job heartbeat: true when renewed, false when the token no longer holds the lock. */
@@ -240,6 +390,14 @@ export class Scripts {
     const args: ScriptArg[] = [this.keys.base, duration];
     for (const [jobId, token] of pairs) args.push(jobId, token);
     return { script: SCRIPTS.extendLocks, keys: [this.keys.stalled], args };
+  }
+
+  /**
+   * One cancelledAmong-1 call: which of `jobIds` (at most a renewal chunk) queue.cancelJob marked.
+   * Its reply is read by parseCancelled.
+   */
+  cancelledAmongCall(jobIds: string[]): ScriptCall {
+    return { script: SCRIPTS.cancelledAmong, keys: [this.keys.meta], args: [this.keys.base, ...jobIds] };
   }
 
   async moveStalledJobsToWait(maxStalledCount: number, timestamp: number, stalledInterval: number): Promise<SweepResult> {
@@ -283,15 +441,23 @@ export class Scripts {
     return reply as number;
   }
 
-  /** Removes a job: 'removed', 'locked' (a worker holds it; nothing changed) or 'missing'. */
-  async removeJob(jobId: string): Promise<'removed' | 'locked' | 'missing'> {
+  /**
+   * Removes a job with its flow keys (removeJob-14): 'removed', 'locked' (a worker holds it;
+   * nothing changed) or 'missing'. A removed child of a flow answers the notice for its parent now
+   * in this queue (to deliver); a removed parent, with `children`, its unsettled children's keys.
+   */
+  async removeJob(jobId: string, opts: RemoveJobCall = { children: false, notifyParent: true }): Promise<RemovedJob> {
     const k = this.keys;
     const reply = await this.call({
       script: SCRIPTS.removeJob,
-      keys: [k.wait, k.paused, k.active, k.prioritized, k.delayed, k.completed, k.failed, k.stalled, k.events, k.job(jobId)],
-      args: [jobId, this.maxEvents],
-    });
-    return reply === 1 ? 'removed' : reply === 0 ? 'locked' : 'missing';
+      keys: [k.wait, k.paused, k.active, k.prioritized, k.delayed, k.completed, k.failed, k.stalled, k.events, k.job(jobId),
+        k.waitingChildren, k.flowPending, k.notices, k.noticeData],
+      args: [jobId, this.maxEvents, opts.children ? '1' : '0', opts.notifyParent ? '1' : '0', Date.now()],
+    }) as [number, string?, ...string[]];
+    const [code, notice, ...children] = reply;
+    if (code === 0) return { outcome: 'locked', children: [] };
+    if (code !== 1) return { outcome: 'missing', children: [] };
+    return { outcome: 'removed', notice: notice === '' ? undefined : notice, children };
   }
 
   async reprocessJob(jobId: string, from: 'failed' | 'completed'): Promise<void> {
@@ -356,6 +522,13 @@ export class Scripts {
 }
 
 
+/** An add script's answer for one job: outcome 1 added, 0 the custom id existed, 2 deduplicated. */
+function addedJob(jobId: string | number, outcome: number): AddedJob {
+  const added: AddedJob = { jobId: String(jobId), created: outcome === 1 };
+  if (outcome === 2) added.deduplicated = true;
+  return added;
+}
+
 export function parsePickup(reply: unknown): Pickup {
   const [jobId, fields, nextDelayedAt, rateLimitedFor, atBound] = reply as [string | number, string[], number, number, number?];
   const pickup: Pickup = {
@@ -365,6 +538,23 @@ export function parsePickup(reply: unknown): Pickup {
   };
   if (atBound === 1) pickup.atBound = true;
   return pickup;
+}
+
+/** A job cancelledAmong-1 found marked: the cancel's reason, undefined when it gave none. */
+export interface MarkedCancel {
+  jobId: string;
+  reason?: string;
+}
+
+/** Parses cancelledAmong-1's flat jobId, reason array. */
+export function parseCancelled(reply: unknown): MarkedCancel[] {
+  const flat = reply as Array<string | number>;
+  const marked: MarkedCancel[] = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    const reason = String(flat[i + 1]);
+    marked.push(reason === '' ? { jobId: String(flat[i]) } : { jobId: String(flat[i]), reason });
+  }
+  return marked;
 }
 
 /** Parses extendLocks-1's flat failure array. */

@@ -1,21 +1,80 @@
 import { EchoMQOptionError } from '../protocol/errors.js';
-import { assertCustomJobId, assertPrefix, describe } from '../protocol/names.js';
+import { assertCustomJobId, assertDeduplicationId, assertPrefix, describe } from '../protocol/names.js';
 import { DEFAULT_PREFIX } from '../protocol/keys.js';
+import { assertMaxDataPoints } from '../protocol/metrics.js';
 import { assertPartitionKey, resolvePartitions } from '../protocol/partitions.js';
 import type { RateLimit } from '../protocol/scripts.js';
 import type { ConnectionInput } from './connection.js';
+import type { Job } from './queue/job.js';
 import { DEFAULT_MAX_DATA_BYTES } from './queue/serialize.js';
 import { MAX_TIMER_MS } from './sleeper.js';
+import type { ParentFailureOptions } from './flows/flow-tree.js';
+import type { ParentOptions } from './flows/step-jobs.js';
 
-/** How long to wait before each retry of a failed job. */
+/** How long to wait before each retry of a failed job: ms (a fixed wait), or a backoff type with its settings. */
 export type BackoffOptions =
   | number
-  | { type: 'fixed' | 'exponential'; delay: number };
+  | {
+      /**
+       * 'fixed', 'exponential' (delay × 2^(attemptsMade − 1)), or the name of a custom type, which the
+       * worker's `settings.backoffStrategy` resolves.
+       */
+      type: 'fixed' | 'exponential' | (string & {});
+      /** ms: the fixed wait, or the first of the exponential ones. Default 0. */
+      delay?: number;
+      /**
+       * 0 to 1: each wait is shortened at random by up to this fraction of it, so jobs that failed
+       * together do not all come back together. Default 0 (no jitter).
+       */
+      jitter?: number;
+    };
+
+/**
+ * A worker's custom backoff: called when a job with attempts left fails and its backoff type is
+ * neither 'fixed' nor 'exponential'. `attemptsMade` counts the failed attempt (1 after the first).
+ * Answers the ms to wait before the retry, 0 to retry at once, or -1 to fail the job for good now;
+ * it may answer with a promise.
+ */
+export type BackoffStrategy = (attemptsMade: number, type: string, error: Error, job: Job) => number | Promise<number>;
+
+/** A worker's settings for the jobs it fails. */
+export interface WorkerSettings {
+  /** Resolves the backoff types other than 'fixed' and 'exponential' (see BackoffStrategy). */
+  backoffStrategy?: BackoffStrategy;
+}
 
 /** Keep finished jobs: true removes at once, a number keeps the newest N, `{ age, count }` by age (seconds) and count. */
 export type KeepJobs = boolean | number | { age?: number; count?: number };
 
-export interface JobOptions {
+/**
+ * Deduplication (BullMQ's name and shape; docs/deduplication.md). An add whose `id` is held is
+ * dropped: add() returns the job that holds it, and QueueEvents emits `deduplicated`.
+ * - no ttl (simple mode): held while its job has not completed or failed;
+ * - ttl (throttle mode): held for ttl ms after the add that took it, whatever became of its job;
+ * - ttl with extend and/or replace (debounce mode): extend starts the ttl again at every dropped
+ *   add; replace removes the holding job while it is still delayed and adds this one in its place.
+ */
+export interface DeduplicationOptions {
+  /** Non-empty, at most 400 characters. Adds with one id are one job while the id is held. */
+  id: string;
+  /** ms the id is held after the add that took it (a whole number above 0). Default: until its job finishes. */
+  ttl?: number;
+  /** Each dropped add starts the ttl again. Needs ttl. Default false. */
+  extend?: boolean;
+  /** An add while the holding job is still delayed removes that job and is added in its place. Needs ttl. Default false. */
+  replace?: boolean;
+}
+
+const DEDUPLICATION_OPTIONS = new Set(['id', 'ttl', 'extend', 'replace']);
+
+export interface JobOptions extends ParentFailureOptions {
+  /**
+   * Makes the job a child of a job of another queue (or this one), which then waits for it (BullMQ's
+   * shape): `{ id, queue }`, queue being the parent's job.queueQualifiedName (`emq:{name}`). The
+   * parent must exist; a running parent waits with job.moveToWaitingChildren (docs/flows.md,
+   * "Step jobs"). Not on a partitioned queue. The four failure options apply with it.
+   */
+  parent?: ParentOptions;
   /** A custom id: no ":", not a plain integer. Adding an id that exists returns the existing job. */
   jobId?: string;
   /** Milliseconds before the job becomes ready. Default 0. */
@@ -24,7 +83,10 @@ export interface JobOptions {
   priority?: number;
   /** Total attempts, the first included. Default 1. */
   attempts?: number;
-  /** Delay between attempts: ms (fixed), or `{ type: 'fixed' | 'exponential', delay }`. Default 0. */
+  /**
+   * Delay between attempts: ms (fixed), or `{ type, delay, jitter }` with type 'fixed', 'exponential'
+   * or a custom type the worker's `settings.backoffStrategy` resolves. Default 0.
+   */
   backoff?: BackoffOptions;
   /** Take this job before older ones. Default false. */
   lifo?: boolean;
@@ -36,9 +98,19 @@ export interface JobOptions {
   keepLogs?: number;
   /**
    * A partitioned queue's routing key (ours; BullMQ has no partitions): jobs of one key go to one
-   * partition and run in the order they were added. Without it a job goes by its jobId, else round-robin.
+   * partition and run in the order they were added. Without it a job goes by its deduplication id,
+   * else its jobId, else round-robin.
    */
   partitionKey?: string;
+  /** Drop adds of a job already there (BullMQ's shape): see DeduplicationOptions. */
+  deduplication?: DeduplicationOptions;
+  /**
+   * The longest one attempt may run, ms (Bull's name). Past it the handler's signal aborts with a
+   * JobTimeoutError, the attempt fails with that reason and is retried per attempts and backoff; a
+   * result the handler gives later is refused (a sandbox is killed). Default: the worker's
+   * `jobTimeout`, else none.
+   */
+  timeout?: number;
 }
 
 export interface QueueOptions {
@@ -77,6 +149,8 @@ export interface QueueEventsOptions {
 export interface WorkerOptions {
   connection?: ConnectionInput;
   prefix?: string;
+  /** A label for this worker in queue.getWorkers() (BullMQ's `name`; it is not stored on jobs). Default none. */
+  name?: string;
   /** The queue's partition count, as its Queue was given it (see QueueOptions.partitions). Default 1. */
   partitions?: number;
   /**
@@ -105,7 +179,11 @@ export interface WorkerOptions {
   autorun?: boolean;
   /** Longest BZPOPMIN block, in seconds, while the queue is empty. Default 5. */
   drainDelay?: number;
-  /** At most `max` jobs per `duration` ms across all workers of the queue. */
+  /**
+   * At most `max` jobs per `duration` ms across all workers of the queue (per partition of a
+   * partitioned queue). A rate limit set with queue.setGlobalRateLimit wins over it while it is set
+   * (docs/limits.md).
+   */
   limiter?: RateLimit;
   /** Warn on heartbeatLate$ when a tick fires this many ms late. Default min(1000, lockRenewTime / 4). */
   heartbeatLateThreshold?: number;
@@ -117,6 +195,34 @@ export interface WorkerOptions {
    * close() waits for running jobs however long they run. `Infinity`: no bound. Default 30,000.
    */
   closeTimeout?: number;
+  /** How this worker retries: `backoffStrategy` for the jobs whose backoff type is a custom one. */
+  settings?: WorkerSettings;
+  /** The timeout (ms) of the jobs this worker runs whose `opts.timeout` gives none (ours). Default none. */
+  jobTimeout?: number;
+  /**
+   * With a processor file (docs/sandbox.md): run it in worker threads (true) or in child processes
+   * (false). BullMQ's name. Default false. Refused with a function (EchoMQOptionError).
+   */
+  useWorkerThreads?: boolean;
+  /**
+   * With a processor file: ms a sandbox may go on after its job's signal aborted (lock lost, job
+   * cancelled or timed out) before it is killed and its job given up. Default 5,000. Refused with a
+   * function (EchoMQOptionError).
+   */
+  sandboxGracePeriod?: number;
+  /**
+   * Per-minute counts of the jobs this worker completes and fails for good, for queue.getMetrics
+   * (BullMQ's option and shape). Opt-in: counted in memory and sent about every 5 s and at close
+   * with a small script of their own (docs/observability.md, "Metrics"); without it the worker
+   * sends nothing more than before. `maxDataPoints`: minutes kept, 1 to 80,640. Default none.
+   */
+  metrics?: MetricsOptions;
+}
+
+/** WorkerOptions.metrics. */
+export interface MetricsOptions {
+  /** Closed minutes the queue's lists keep (the newest); 1 to 80,640 (8 weeks). */
+  maxDataPoints: number;
 }
 
 export const DEFAULTS = {
@@ -138,6 +244,7 @@ export const DEFAULTS = {
 
 export interface ResolvedWorkerOptions {
   prefix: string;
+  name?: string;
   partitions: number;
   partitionConcurrency: number;
   concurrency: number;
@@ -154,6 +261,12 @@ export interface ResolvedWorkerOptions {
   maxEvents: number;
   /** ms, or Infinity for no bound. */
   closeTimeout: number;
+  /** settings.backoffStrategy, when given. */
+  backoffStrategy?: BackoffStrategy;
+  /** The timeout of jobs without opts.timeout, ms, when given. */
+  jobTimeout?: number;
+  /** `metrics`, when given. */
+  metrics?: MetricsOptions;
 }
 
 /** PROTOCOL.md's rule: a heartbeat at or over the lock's TTL lets every lock lapse. */
@@ -181,6 +294,7 @@ export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOp
   }
   return {
     prefix: prefixOf(opts.prefix),
+    ...workerNameOf(opts.name),
     partitions: resolvePartitions(opts.partitions),
     partitionConcurrency: partitionConcurrencyOf(opts),
     concurrency: positiveInt(opts.concurrency, 'concurrency', DEFAULTS.concurrency),
@@ -195,7 +309,47 @@ export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOp
     heartbeatLateThreshold: positiveNumber(opts.heartbeatLateThreshold, 'heartbeatLateThreshold', Math.min(1000, lockRenewTime / 4)),
     maxEvents: positiveInt(opts.maxEvents, 'maxEvents', DEFAULTS.maxEvents),
     closeTimeout: closeTimeoutOf(opts.closeTimeout),
+    backoffStrategy: backoffStrategyOf(opts.settings),
+    ...(opts.jobTimeout === undefined ? {} : { jobTimeout: timeoutOf(opts.jobTimeout, 'jobTimeout') }),
+    ...(opts.metrics === undefined ? {} : { metrics: metricsOf(opts.metrics) }),
   };
+}
+
+function metricsOf(metrics: unknown): MetricsOptions {
+  if (typeof metrics !== 'object' || metrics === null || Array.isArray(metrics)) {
+    throw new EchoMQOptionError('metrics', `must be { maxDataPoints }, got ${describe(metrics)}`);
+  }
+  return { maxDataPoints: assertMaxDataPoints((metrics as MetricsOptions).maxDataPoints) };
+}
+
+/** A timeout: a whole number of ms above 0 that a timer can hold. */
+function timeoutOf(value: unknown, field: string): number {
+  const ms = positiveInt(value as number, field, 1);
+  if (ms > MAX_TIMER_MS) throw new EchoMQOptionError(field, `is ${ms} ms; the longest is ${MAX_TIMER_MS} (about 24.8 days)`);
+  return ms;
+}
+
+/** The longest worker `name`: it goes into the worker's registry entry at every heartbeat. */
+const MAX_WORKER_NAME_LENGTH = 200;
+
+/** `name`: absent, or a non-empty string of at most 200 characters. */
+function workerNameOf(name: unknown): { name?: string } {
+  if (name === undefined) return {};
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_WORKER_NAME_LENGTH) {
+    throw new EchoMQOptionError('name', `must be a non-empty string of at most ${MAX_WORKER_NAME_LENGTH} characters, got ${describe(name)}`);
+  }
+  return { name };
+}
+
+/** settings.backoffStrategy: a function, when given. */
+function backoffStrategyOf(settings: WorkerSettings | undefined): BackoffStrategy | undefined {
+  if (settings === undefined) return undefined;
+  if (typeof settings !== 'object' || settings === null) throw new EchoMQOptionError('settings', `must be an object ({ backoffStrategy }), got ${describe(settings)}`);
+  const strategy = settings.backoffStrategy;
+  if (strategy !== undefined && typeof strategy !== 'function') {
+    throw new EchoMQOptionError('settings.backoffStrategy', `must be a function (attemptsMade, type, error, job) => ms, 0 or -1, got ${describe(strategy)}`);
+  }
+  return strategy;
 }
 
 /** partitionConcurrency: a whole number above 0, for a partitioned queue only; Infinity when not given. */
@@ -228,6 +382,9 @@ export function resolveQueueOptions(opts: QueueOptions = {}): ResolvedQueueOptio
   const defaultJobOptions = opts.defaultJobOptions ?? {};
   if ((defaultJobOptions as JobOptions | null)?.jobId !== undefined) {
     throw new EchoMQOptionError('defaultJobOptions.jobId', 'would give every job of the queue the same id, so every add after the first would return that one job; pass jobId to add() instead');
+  }
+  if ((defaultJobOptions as JobOptions | null)?.deduplication !== undefined) {
+    throw new EchoMQOptionError('defaultJobOptions.deduplication', 'would give every job of the queue the same deduplication id, so the queue would hold one job at a time; pass deduplication to add() instead');
   }
   validateJobOptions(defaultJobOptions, 'defaultJobOptions.');
   return {
@@ -271,6 +428,30 @@ export function validateJobOptions(opts: JobOptions, at = ''): void {
   assertPartitionKey(opts.partitionKey, `${at}partitionKey`);
   validateKeep(opts.removeOnComplete, `${at}removeOnComplete`);
   validateKeep(opts.removeOnFail, `${at}removeOnFail`);
+  if (opts.deduplication !== undefined) validateDeduplication(opts.deduplication, `${at}deduplication`);
+  if (opts.timeout !== undefined) timeoutOf(opts.timeout, `${at}timeout`);
+}
+
+function validateDeduplication(dedup: DeduplicationOptions, field: string): void {
+  if (typeof dedup !== 'object' || dedup === null || Array.isArray(dedup)) {
+    throw new EchoMQOptionError(field, `must be an object { id, ttl?, extend?, replace? }, got ${describe(dedup)}`);
+  }
+  for (const key of Object.keys(dedup)) {
+    if (!DEDUPLICATION_OPTIONS.has(key)) throw new EchoMQOptionError(`${field}.${key}`, 'is not an option of deduplication (id, ttl, extend, replace)');
+  }
+  assertDeduplicationId(dedup.id, `${field}.id`);
+  positiveInt(dedup.ttl, `${field}.ttl`, 1);
+  if (dedup.ttl !== undefined && !Number.isSafeInteger(dedup.ttl)) {
+    throw new EchoMQOptionError(`${field}.ttl`, `is ${dedup.ttl}; the longest is ${Number.MAX_SAFE_INTEGER} ms`);
+  }
+  for (const flag of ['extend', 'replace'] as const) {
+    const value = dedup[flag];
+    if (value === undefined) continue;
+    if (typeof value !== 'boolean') throw new EchoMQOptionError(`${field}.${flag}`, `must be true or false, got ${describe(value)}`);
+    if (value && dedup.ttl === undefined) {
+      throw new EchoMQOptionError(`${field}.${flag}`, 'needs a ttl: without one the id is held until its job finishes, with no time to extend or job to replace');
+    }
+  }
 }
 
 function validateBackoff(backoff: BackoffOptions, field: string): void {
@@ -281,10 +462,15 @@ function validateBackoff(backoff: BackoffOptions, field: string): void {
   if (typeof backoff !== 'object' || backoff === null) {
     throw new EchoMQOptionError(field, `must be a number of ms or { type, delay }, got ${describe(backoff)}`);
   }
-  if (backoff.type !== 'fixed' && backoff.type !== 'exponential') {
-    throw new EchoMQOptionError(`${field}.type`, `is ${describe(backoff.type)}; use "fixed" or "exponential"`);
+  // Any other name is a custom type: only a worker knows its strategy, so it is checked when a job fails.
+  if (typeof backoff.type !== 'string' || backoff.type === '') {
+    throw new EchoMQOptionError(`${field}.type`, `is ${describe(backoff.type)}; use "fixed", "exponential" or the name of a custom type the worker's settings.backoffStrategy resolves`);
   }
   nonNegativeInt(backoff.delay, `${field}.delay`, 0);
+  const jitter = backoff.jitter;
+  if (jitter !== undefined && (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1))) {
+    throw new EchoMQOptionError(`${field}.jitter`, `must be a number from 0 to 1 (the largest fraction of each wait taken off at random), got ${describe(jitter)}`);
+  }
 }
 
 function validateKeep(keep: KeepJobs | undefined, field: string): void {
@@ -334,10 +520,26 @@ export function keepRule(keep: KeepJobs | undefined): [number, number] {
   return [keep.count ?? -1, (keep.age ?? 0) * 1000];
 }
 
-/** The wait before retry number `attemptsMade` (1 after the first failure). */
-export function backoffDelay(backoff: BackoffOptions | undefined, attemptsMade: number): number {
-  if (backoff === undefined) return 0;
+/**
+ * The wait before retry number `attemptsMade` (1 after the first failure) by a built-in type;
+ * undefined for a custom type, which the worker's settings.backoffStrategy resolves. `random`
+ * draws the jitter (Math.random's range, [0, 1)).
+ */
+export function backoffDelay(backoff: BackoffOptions | undefined, attemptsMade: number, random: () => number = Math.random): number | undefined {
+  // null too: a job another runtime wrote may carry "backoff": null for none.
+  if (backoff === undefined || backoff === null) return 0;
   if (typeof backoff === 'number') return backoff;
-  if (backoff.type === 'fixed') return backoff.delay;
-  return Math.round(backoff.delay * 2 ** Math.max(0, attemptsMade - 1));
+  const delay = backoff.delay ?? 0;
+  if (backoff.type === 'fixed') return jittered(delay, backoff.jitter, random);
+  if (backoff.type === 'exponential') return jittered(Math.round(delay * 2 ** Math.max(0, attemptsMade - 1)), backoff.jitter, random);
+  return undefined;
+}
+
+/**
+ * BullMQ's jitter: a wait of `ms` with jitter j is drawn evenly from ms × (1 − j) up to ms, and
+ * rounded down. Only ever shorter, so the type's own wait stays the longest a retry waits.
+ */
+function jittered(ms: number, jitter: number | undefined, random: () => number): number {
+  if (!jitter) return ms;
+  return Math.floor(ms * (1 - jitter) + random() * ms * jitter);
 }

@@ -65,7 +65,7 @@ async function askEveryServer<T>(client: RedisClient, ask: (server: Redis | Clus
  * keyless command such as CONFIG GET or INFO goes to one node of a Cluster, and any master may hold
  * a queue's slot). A Cluster knows its masters once it has loaded its slots: the PING waits for that.
  */
-async function servers(client: RedisClient): Promise<Array<Redis | Cluster>> {
+export async function servers(client: RedisClient): Promise<Array<Redis | Cluster>> {
   if (!(client instanceof Cluster)) return [client];
   await client.ping();
   const masters = client.nodes('master');
@@ -105,13 +105,8 @@ export class RedisVersionError extends Error {
  * 6.2 a batched finish would fail at its pickup on every burst.
  */
 export async function redisVersionError(client: RedisClient, need: VersionNeed = SCRIPTS_NEED): Promise<RedisVersionError | undefined> {
-  let replies: Array<ServerReply<string | undefined>>;
-  try {
-    replies = await askEveryServer(client, (server) => server.info('server').catch(() => undefined));
-  } catch {
-    return undefined; // no server list (the Cluster could not load its slots): nothing to judge
-  }
-  return versionErrorOf(replies, need);
+  const problem = await redisVersionProblem(client, need);
+  return problem === undefined ? undefined : workerVersionError(problem);
 }
 
 /** A Redis version as [major, minor], from an INFO server reply; undefined when it has none. */
@@ -126,6 +121,30 @@ export function parseRedisVersion(info: string): [number, number] | undefined {
  * Pure: a cluster of mixed versions can be judged without one.
  */
 export function versionErrorOf(replies: Array<ServerReply<string | undefined>>, need: VersionNeed = SCRIPTS_NEED): RedisVersionError | undefined {
+  const problem = versionProblemOf(replies, need);
+  return problem === undefined ? undefined : workerVersionError(problem);
+}
+
+function workerVersionError(problem: string): RedisVersionError {
+  return new RedisVersionError(`${problem}. The worker closed without taking a job`);
+}
+
+/**
+ * Why this Redis is too old for the scripts, as one sentence without a consequence (a health
+ * check has none to tell), or undefined when it is recent enough or INFO is refused.
+ */
+export async function redisVersionProblem(client: RedisClient, need: VersionNeed = SCRIPTS_NEED): Promise<string | undefined> {
+  let replies: Array<ServerReply<string | undefined>>;
+  try {
+    replies = await askEveryServer(client, (server) => server.info('server').catch(() => undefined));
+  } catch {
+    return undefined; // no server list (the Cluster could not load its slots): nothing to judge
+  }
+  return versionProblemOf(replies, need);
+}
+
+/** What versionErrorOf says, without what the worker does about it. */
+function versionProblemOf(replies: Array<ServerReply<string | undefined>>, need: VersionNeed): string | undefined {
   const [needMajor, needMinor] = need.version;
   const tooOld = replies
     .map(({ server, reply }) => ({ server, version: reply === undefined ? undefined : parseRedisVersion(reply) }))
@@ -134,6 +153,5 @@ export function versionErrorOf(replies: Array<ServerReply<string | undefined>>, 
     .sort((a, b) => a.version[0] - b.version[0] || a.version[1] - b.version[1]);
   if (tooOld.length === 0) return undefined;
   const which = tooOld.map(({ server, version }) => `${server} runs ${version.join('.')}`).join(', ');
-  return new RedisVersionError(`EchoMQ needs Redis ${need.version.join('.')} or later, and ${which}: ` +
-    `${need.because}. The worker closed without taking a job`);
+  return `EchoMQ needs Redis ${need.version.join('.')} or later, and ${which}: ${need.because}`;
 }

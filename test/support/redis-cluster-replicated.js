@@ -82,6 +82,7 @@ export async function startReplicatedCluster({ masters = 3 } = {}) {
     for (const client of admins.values()) client.disconnect();
     await Promise.all([...children.values()].map(async (child) => {
       if (child.exitCode !== null || child.signalCode !== null) return;
+      child.ref(); // waited for: an unreferenced child lets Node exit with code 0 during the await (redis-process.js)
       child.kill('SIGKILL');
       await child.exited;
     }));

@@ -57,6 +57,7 @@ export async function startCluster() {
   const stop = async () => {
     await Promise.all(children.map(async (child) => {
       if (child.exitCode !== null || child.signalCode !== null) return;
+      child.ref(); // waited for: an unreferenced child lets Node exit with code 0 during the await (redis-process.js)
       child.kill('SIGTERM');
       await child.exited;
     }));

@@ -78,6 +78,9 @@ export async function startRedis({ port, args = [] } = {}) {
   };
   const halt = async (signal = 'SIGTERM') => {
     if (!child || child.exitCode !== null) return;
+    // Referenced again while we wait for its exit: an unreferenced child lets Node exit with code 0
+    // in the middle of this await (in the jest global teardown, that turned a failed run into exit 0).
+    child.ref();
     child.kill(signal);
     await child.exited;
   };

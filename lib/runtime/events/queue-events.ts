@@ -12,7 +12,7 @@ import { resolveQueueEventsOptions, type QueueEventsOptions } from '../options.j
 /** The names of the lifecycle events the scripts write to the stream. */
 export type QueueEventName =
   | 'waiting' | 'delayed' | 'active' | 'progress' | 'completed' | 'failed' | 'stalled'
-  | 'removed' | 'paused' | 'resumed' | 'drained' | 'cleaned';
+  | 'removed' | 'paused' | 'resumed' | 'drained' | 'cleaned' | 'deduplicated';
 
 /** One entry of the queue's events stream: its name, its job (when it has one) and its fields. */
 export interface QueueEvent {
@@ -48,6 +48,12 @@ export interface QueueEventsListeners {
   paused: [args: WithPartition<object>, id: string];
   resumed: [args: WithPartition<object>, id: string];
   cleaned: [args: WithPartition<{ count: number }>, id: string];
+  /**
+   * An add was deduplicated (docs/deduplication.md): `jobId` is the job kept, `deduplicatedJobId`
+   * the one left out: the add that was dropped (named only when it had a custom jobId: a dropped
+   * add takes no id), or with `replace` the delayed job it removed.
+   */
+  deduplicated: [args: WithPartition<{ jobId: string; deduplicationId: string; deduplicatedJobId?: string }>, id: string];
   /** Reading the stream failed (it is retried) or a listener threw. */
   error: [error: Error];
 }

@@ -16,11 +16,15 @@ export interface LockAcquiredEvent extends LockEventBase {
   attemptsStarted: number;
 }
 
-/** A job left this worker: finished, retried, moved to delayed, lost, or the worker closed. */
+/**
+ * A job left this worker: finished, retried, moved to delayed or to waiting-children, given back to wait for a rate limit
+ * (requeued: the handler threw RateLimitError), lost, the worker closed, or (a job scheduler's job
+ * of a missed slot) skipped before its handler ran.
+ */
 export interface LockReleasedEvent extends LockEventBase {
   type: 'released';
   jobId: string;
-  reason: 'completed' | 'failed' | 'retried' | 'lost' | 'closed';
+  reason: 'completed' | 'failed' | 'retried' | 'requeued' | 'lost' | 'closed' | 'skipped' | 'delayed' | 'waiting-children';
 }
 
 /** One heartbeat tick renewed these jobs. */
@@ -73,10 +77,23 @@ export interface HeartbeatErrorEvent extends LockEventBase {
   jobCount: number;
 }
 
+/**
+ * A running job was cancelled: its signal aborted, and its worker fails it (not retried). `by` says
+ * who asked: this worker (`worker.cancelJob`, `cancelAllJobs`) or a queue in any process
+ * (`queue.cancelJob`, seen at this worker's next heartbeat tick).
+ */
+export interface JobCancelledEvent extends LockEventBase {
+  type: 'cancelled';
+  jobId: string;
+  /** The caller's reason, if it gave one. */
+  reason?: string;
+  by: 'worker' | 'queue';
+}
+
 /** Every lock event, as events$ carries them; switch on `type`. */
 export type LockEvent =
   | LockAcquiredEvent | LockReleasedEvent | LockRenewedEvent | LockRenewalFailedEvent
-  | JobStalledEvent | HeartbeatLateEvent | HeartbeatErrorEvent;
+  | JobStalledEvent | HeartbeatLateEvent | HeartbeatErrorEvent | JobCancelledEvent;
 
 /** Narrows a lock event stream to one queue. */
 export function forQueue<T extends { queue: string }>(queue: string): MonoTypeOperatorFunction<T> {

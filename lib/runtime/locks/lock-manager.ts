@@ -2,7 +2,7 @@ import { merge, Observable, Subject } from 'rxjs';
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import type { SweepResult } from '../../protocol/scripts.js';
 import type {
-  HeartbeatErrorEvent, HeartbeatLateEvent, JobStalledEvent, LockAcquiredEvent, LockEvent,
+  HeartbeatErrorEvent, HeartbeatLateEvent, JobCancelledEvent, JobStalledEvent, LockAcquiredEvent, LockEvent,
   LockReleasedEvent, LockRenewalFailedEvent, LockRenewedEvent,
 } from './lock-events.js';
 import { SharedHeartbeat } from './heartbeat-timer.js';
@@ -37,6 +37,7 @@ export class LockManager {
   private readonly stalled = new Subject<JobStalledEvent>();
   private readonly heartbeatLate = new Subject<HeartbeatLateEvent>();
   private readonly heartbeatError = new Subject<HeartbeatErrorEvent>();
+  private readonly cancelled = new Subject<JobCancelledEvent>();
   private readonly workers = new Map<string, WorkerLocks>();
   private readonly renewalConnections = new RenewalConnections();
   private readonly chunkSize: number;
@@ -55,10 +56,12 @@ export class LockManager {
   readonly heartbeatLate$: Observable<HeartbeatLateEvent> = this.heartbeatLate.asObservable();
   /** A tick (or one of its chunks) could not reach Redis; the next tick tries again. */
   readonly heartbeatError$: Observable<HeartbeatErrorEvent> = this.heartbeatError.asObservable();
+  /** A running job was cancelled (worker.cancelJob, cancelAllJobs, or queue.cancelJob from anywhere). */
+  readonly cancelled$: Observable<JobCancelledEvent> = this.cancelled.asObservable();
   /** All of the above, for one subscription. */
   readonly events$: Observable<LockEvent> = merge(
     this.acquired$, this.released$, this.renewed$, this.renewalFailed$, this.stalled$,
-    this.heartbeatLate$, this.heartbeatError$,
+    this.heartbeatLate$, this.heartbeatError$, this.cancelled$,
   );
 
   constructor(options: LockManagerOptions = {}) {
@@ -99,6 +102,16 @@ export class LockManager {
     return total;
   }
 
+  /**
+   * How many jobs the LockManager tracks per queue (a partitioned queue's partitions each by their
+   * own name, as lock events name them). Read on demand (a metrics scrape), never kept up to date.
+   */
+  trackedByQueue(): Map<string, number> {
+    const byQueue = new Map<string, number>();
+    for (const locks of this.workers.values()) byQueue.set(locks.holder.queue, (byQueue.get(locks.holder.queue) ?? 0) + locks.size);
+    return byQueue;
+  }
+
   /** How many renewal connections are open now (at most one per connection its workers share). */
   get renewalConnectionCount(): number {
     return this.renewalConnections.openCount;
@@ -123,7 +136,7 @@ export class LockManager {
     this.closed = true;
     await Promise.all([...this.workers.values()].map((locks) => locks.close()));
     this.renewalConnections.closeAll();
-    for (const subject of [this.acquired, this.released, this.renewed, this.renewalFailed, this.stalled, this.heartbeatLate, this.heartbeatError]) {
+    for (const subject of [this.acquired, this.released, this.renewed, this.renewalFailed, this.stalled, this.heartbeatLate, this.heartbeatError, this.cancelled]) {
       subject.complete();
     }
   }
@@ -137,6 +150,7 @@ export class LockManager {
       renewalFailed: (event) => this.renewalFailed.next(event),
       heartbeatLate: (event) => this.heartbeatLate.next(event),
       heartbeatError: (event) => this.heartbeatError.next(event),
+      cancelled: (event) => this.cancelled.next(event),
     };
   }
 }

@@ -1,13 +1,16 @@
 import { codeMeaning } from '../../protocol/codes.js';
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
+import type { ChainableCommander } from 'ioredis';
 import { runPipelined, type RedisClient, type ScriptCall } from '../../protocol/script.js';
-import { parseLockFailures, type Scripts } from '../../protocol/scripts.js';
+import { parseCancelled, parseLockFailures, type Scripts } from '../../protocol/scripts.js';
 import type {
-  HeartbeatErrorEvent, HeartbeatLateEvent, LockAcquiredEvent, LockReleasedEvent,
+  HeartbeatErrorEvent, HeartbeatLateEvent, JobCancelledEvent, LockAcquiredEvent, LockReleasedEvent,
   LockRenewalFailedEvent, LockRenewedEvent,
 } from './lock-events.js';
+import { JobCancelledError } from './job-cancelled-error.js';
 import { assertRenewBelowLock } from '../options.js';
+import { withinMs } from '../within-ms.js';
 import type { HeartbeatTimer, SharedHeartbeat } from './heartbeat-timer.js';
 import type { RenewalLease } from './renewal-connections.js';
 
@@ -46,22 +49,49 @@ export interface LockEmitter {
   renewalFailed(event: LockRenewalFailedEvent): void;
   heartbeatLate(event: HeartbeatLateEvent): void;
   heartbeatError(event: HeartbeatErrorEvent): void;
+  cancelled(event: JobCancelledEvent): void;
+}
+
+/**
+ * Commands that ride in a worker's heartbeat tick, after its renewals and in the same pipeline (no
+ * round trip of their own): the worker's registry entry and the read of the queue's limits. While
+ * one rides, the tick runs whether or not the worker holds a job.
+ */
+export interface TickPassenger {
+  /** Queues its commands on the tick's pipeline. */
+  board(pipeline: ChainableCommander): void;
+  /** Their replies, in order; or the error that cost the whole tick (it keeps what it knew). */
+  arrive(replies: Array<[Error | null, unknown]> | Error): void;
 }
 
 /** One ownership of a job (one pickup, one token), as its runner sees it. */
 export interface JobLock {
   readonly jobId: string;
   readonly token: string;
-  /** Aborted with a LockLostError when the lock is lost, or by the worker closing without waiting. */
+  /**
+   * Aborted with a LockLostError when the lock is lost, by the worker closing without waiting, or
+   * with the interruption (JobTimeoutError, JobCancelledError) that ends the run.
+   */
   readonly signal: AbortSignal;
   /** Why this ownership was given up (the signal's reason), once it was. */
   readonly abortReason: Error | undefined;
+  /** Why the run was cut short while the lock is still held (a timeout, a cancel), once it was. */
+  readonly interruption: Error | undefined;
+  /**
+   * The handler's outcome, or the interruption's error as soon as one comes (the handler is not
+   * waited for: whatever it returns later is refused).
+   */
+  race<T>(work: Promise<T>): Promise<T>;
+  /** Cuts the run short: aborts the signal with `reason` and ends race(). False if it was cut already. */
+  interrupt(reason: Error): boolean;
   /** True while the LockManager still renews this ownership. */
   readonly held: boolean;
   /** The code a renewal found, if one found the lock gone (-2) or taken (-6). */
   readonly lostCode: -2 | -6 | undefined;
   /** The runner is finishing the job: keep renewing, but a failure now is the finish's to judge. */
   beginRelease(): void;
+  /** The release begun did not happen after all (a move that had nothing to do): failures are this ownership's again. */
+  cancelRelease(): void;
   /** Stops renewing; the worker's timer stops when it holds nothing. */
   release(reason: LockReleasedEvent['reason']): void;
 }
@@ -81,8 +111,11 @@ class TrackedJob implements JobLock {
   releasing = false;
   lostCode: -2 | -6 | undefined;
   abortReason: Error | undefined;
+  interruption: Error | undefined;
   /** Made when a handler first reads `signal`: most never do, and one per job costs in the hot path. */
   private controller?: AbortController;
+  /** Ends the runner's race() with the interruption; set while a race runs. */
+  private endRace?: (reason: Error) => void;
 
   constructor(
     private readonly owner: WorkerLocks,
@@ -90,12 +123,15 @@ class TrackedJob implements JobLock {
     readonly token: string,
     /** When the lock was last set, at worst: when the command that set it was sent. */
     public renewedAt: number,
+    /** When the pickup that set it was sent. */
+    readonly acquiredAt: number = renewedAt,
   ) {}
 
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.abortReason) this.controller.abort(this.abortReason);
+      const reason = this.interruption ?? this.abortReason;
+      if (reason) this.controller.abort(reason);
     }
     return this.controller.signal;
   }
@@ -106,12 +142,35 @@ class TrackedJob implements JobLock {
     this.controller?.abort(reason);
   }
 
+  race<T>(work: Promise<T>): Promise<T> {
+    if (this.interruption) {
+      work.catch(() => undefined); // refused unseen: its rejection must not go unhandled
+      return Promise.reject(this.interruption);
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.endRace = reject;
+      work.then(resolve, reject);
+    });
+  }
+
+  interrupt(reason: Error): boolean {
+    if (this.interruption || this.releasing || !this.held) return false;
+    this.interruption = reason;
+    this.controller?.abort(reason); // a signal already aborted (a lost lock) keeps its first reason
+    this.endRace?.(reason);
+    return true;
+  }
+
   get held(): boolean {
     return this.owner.holds(this);
   }
 
   beginRelease(): void {
     this.releasing = true;
+  }
+
+  cancelRelease(): void {
+    this.releasing = false;
   }
 
   release(reason: LockReleasedEvent['reason']): void {
@@ -123,8 +182,9 @@ class TrackedJob implements JobLock {
 const MIGRATION_SPLIT = /non local key/;
 
 /**
- * One worker's tracked jobs and its one heartbeat timer. The timer runs only while the worker
- * holds jobs; each tick sends every renewal (extendLocks-1, chunked) in one pipelined round trip
+ * One worker's tracked jobs and its one heartbeat timer. The timer runs while the worker holds
+ * jobs, and while a TickPassenger rides (a Worker's registry entry and limits: from its start to
+ * its close); each tick sends every renewal (extendLocks-1, chunked) in one pipelined round trip
  * on the LockManager's renewal connection (never the worker's shared one, where bulk traffic
  * would hold it back), and only then lets subscribers see anything, so no subscriber can hold a
  * renewal back either.
@@ -132,6 +192,7 @@ const MIGRATION_SPLIT = /non local key/;
 export class WorkerLocks {
   private readonly jobs = new Map<string, TrackedJob>();
   private readonly heartbeat: HeartbeatTimer;
+  private passenger?: TickPassenger;
   private closed = false;
   private unregistered = false;
 
@@ -163,7 +224,7 @@ export class WorkerLocks {
     return this.closed;
   }
 
-  /** True while its heartbeat timer runs (it holds at least one job). */
+  /** True while its heartbeat timer runs (it holds at least one job, or a passenger rides). */
   get timerActive(): boolean {
     return this.heartbeat.active;
   }
@@ -184,6 +245,64 @@ export class WorkerLocks {
     return job;
   }
 
+  /** The ids of the jobs it holds whose pickup was sent at or before `time` (ms). */
+  idsAcquiredBy(time: number): string[] {
+    const ids: string[] = [];
+    for (const job of this.jobs.values()) if (job.acquiredAt <= time) ids.push(job.jobId);
+    return ids;
+  }
+
+  /** The ownership this worker holds of a job now, if any (a handler's own move looks it up). */
+  lockOf(jobId: string): JobLock | undefined {
+    return this.jobs.get(jobId);
+  }
+
+  /**
+   * From now on every tick carries `passenger`'s commands, and the timer runs until close() even
+   * while the worker holds no job (a worker's registry entry must stay fresh while it is idle).
+   */
+  carry(passenger: TickPassenger): void {
+    if (this.closed) return;
+    this.passenger = passenger;
+    this.heartbeat.start();
+  }
+
+  /**
+   * Cancels a job this worker runs: its signal aborts with a JobCancelledError and its runner fails
+   * it without waiting for the handler (not retried). False when the worker does not hold the job,
+   * or its run is already being cut short or finished.
+   */
+  cancel(jobId: string, reason: string | undefined, by: JobCancelledEvent['by']): boolean {
+    const job = this.jobs.get(jobId);
+    if (!job || !job.interrupt(new JobCancelledError(jobId, reason))) return false;
+    const { queue, workerId } = this.holder;
+    this.emit.cancelled({ type: 'cancelled', queue, workerId, at: Date.now(), jobId, ...(reason === undefined ? {} : { reason }), by });
+    return true;
+  }
+
+  /**
+   * Asks Redis which of `jobIds` (by default every job it holds) queue.cancelJob marked, and
+   * cancels those it still holds, as cancel() does (`by` 'queue'). One cancelledAmong-1 call per
+   * renewal chunk, all in one round trip on the renewal connection (it waits behind nothing but
+   * renewals), bounded by lockRenewTime like a tick. The worker sends it only after its heartbeat
+   * saw the queue's `cancels` counter change, never per job. Returns the ids it cancelled; throws
+   * when Redis did not answer (the caller looks again at the next tick).
+   */
+  async cancelMarked(jobIds: string[] = this.jobIds): Promise<string[]> {
+    if (jobIds.length === 0 || this.closed) return [];
+    const { scripts, lockRenewTime } = this.holder;
+    const calls: ScriptCall[] = [];
+    for (let i = 0; i < jobIds.length; i += this.chunkSize) calls.push(scripts.cancelledAmongCall(jobIds.slice(i, i + this.chunkSize)));
+    const replies = await withinMs(runPipelined(this.renewal.client(), calls), lockRenewTime);
+    if (!replies) throw new Error(`the look for cancelled jobs among ${jobIds.length} got no answer within lockRenewTime (${lockRenewTime} ms)`);
+    const cancelled: string[] = [];
+    for (const [error, reply] of replies) {
+      if (error) throw error;
+      for (const { jobId, reason } of parseCancelled(reply)) if (this.cancel(jobId, reason, 'queue')) cancelled.push(jobId);
+    }
+    return cancelled;
+  }
+
   /** Aborts the signal of every tracked job (close without waiting). */
   abortAll(reason: Error): void {
     for (const job of this.jobs.values()) job.abort(reason);
@@ -193,6 +312,7 @@ export class WorkerLocks {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.passenger = undefined;
     await this.heartbeat.stop();
     this.unregister();
   }
@@ -203,6 +323,7 @@ export class WorkerLocks {
    */
   abandon(): void {
     this.closed = true;
+    this.passenger = undefined;
     void this.heartbeat.stop();
     this.unregister();
   }
@@ -224,7 +345,7 @@ export class WorkerLocks {
   drop(job: TrackedJob, reason: LockReleasedEvent['reason']): void {
     if (!this.holds(job)) return;
     this.jobs.delete(job.jobId);
-    if (this.jobs.size === 0) void this.heartbeat.stop();
+    if (this.jobs.size === 0 && !this.passenger) void this.heartbeat.stop();
     if (this.emit.observed('released')) {
       this.emit.released({ type: 'released', queue: this.holder.queue, workerId: this.holder.workerId, at: Date.now(), jobId: job.jobId, reason });
     }
@@ -239,11 +360,15 @@ export class WorkerLocks {
     this.drop(job, 'lost');
   }
 
-  /** One heartbeat: every tracked job renewed by extendLocks-1, all chunks in one round trip. */
+  /**
+   * One heartbeat: every tracked job renewed by extendLocks-1, all chunks in one round trip, with
+   * the passenger's commands (if one rides) after them in the same pipeline.
+   */
   private async tick(lateByMs: number): Promise<void> {
     const { queue, workerId, lockDuration, heartbeatLateThreshold, scripts } = this.holder;
     const jobs = [...this.jobs.values()];
-    if (jobs.length === 0) return;
+    const passenger = this.passenger;
+    if (jobs.length === 0 && !passenger) return;
     const firedAt = Date.now();
     let oldest = firedAt;
     for (const job of jobs) if (job.renewedAt < oldest) oldest = job.renewedAt;
@@ -253,9 +378,9 @@ export class WorkerLocks {
       calls.push(scripts.extendLocksCall(jobs.slice(i, i + this.chunkSize).map((job) => [job.jobId, job.token]), lockDuration));
     }
     const sentAt = Date.now();
-    const inFlight = runPipelined(this.renewal.client(), calls);
+    const inFlight = runPipelined(this.renewal.client(), calls, passenger && ((pipeline) => passenger.board(pipeline)));
     // The renewals are on the wire; now subscribers may run.
-    if (lateByMs > heartbeatLateThreshold) {
+    if (jobs.length > 0 && lateByMs > heartbeatLateThreshold) {
       this.emit.heartbeatLate({ type: 'heartbeatLate', queue, workerId, at: firedAt, lateByMs, marginMs: oldest + lockDuration - firedAt, lockDuration, jobCount: jobs.length });
     }
     let replies: Array<[Error | null, unknown]> | undefined;
@@ -264,19 +389,23 @@ export class WorkerLocks {
       // At most one interval: a tick that waits for ever (a renewal connection that never becomes
       // ready) would stop the heartbeat without a word, since the next tick waits for this one.
       replies = await withinMs(inFlight, this.holder.lockRenewTime);
-      if (!replies) failure = new Error(`the renewals of ${jobs.length} jobs got no answer within lockRenewTime (${this.holder.lockRenewTime} ms)`);
+      const what = jobs.length > 0 ? `the renewals of ${jobs.length} jobs` : 'the heartbeat (no job held: its registry entry and the queue\'s limits)';
+      if (!replies) failure = new Error(`${what} got no answer within lockRenewTime (${this.holder.lockRenewTime} ms)`);
     } catch (error) {
       failure = error as Error;
     }
     if (failure) {
+      passenger?.arrive(failure);
       // Given up (abandon() dropped the connection): nobody is owed a report about these jobs.
       if (this.unregistered) return;
       this.emit.heartbeatError({ type: 'heartbeatError', queue, workerId, at: Date.now(), error: failure, jobCount: jobs.length });
       this.loseUnconfirmed(jobs);
       return;
     }
+    passenger?.arrive(replies!.slice(calls.length));
+    if (jobs.length === 0) return;
     const roundTripMs = Date.now() - sentAt;
-    const recheck = this.apply(jobs, replies!, sentAt, roundTripMs, firedAt);
+    const recheck = this.apply(jobs, replies!.slice(0, calls.length), sentAt, roundTripMs, firedAt);
     if (recheck.length > 0) await this.recheck(recheck);
   }
 
@@ -376,16 +505,5 @@ export class WorkerLocks {
     if (renewedIds.length > 0) this.emit.renewed({ type: 'renewed', queue, workerId, at, jobIds: renewedIds, roundTripMs, tickMs: Date.now() - firedAt });
     for (const [job, code] of lost) this.lose(job, code, codeMeaning(code), at);
     return recheck;
-  }
-}
-
-/** The promise's value, or undefined when it has not settled within `ms` (its late outcome is ignored). */
-async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  promise.catch(() => undefined);
-  try {
-    return await Promise.race([promise, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -9,7 +9,7 @@ export type JobStateOrUnknown = JobState | 'unknown';
 export type JobStateName = JobState | 'waiting';
 
 /** Every state whose key holds job ids. */
-export const JOB_STATES: readonly JobState[] = ['wait', 'paused', 'prioritized', 'active', 'delayed', 'completed', 'failed'];
+export const JOB_STATES: readonly JobState[] = ['wait', 'paused', 'prioritized', 'active', 'delayed', 'completed', 'failed', 'waiting-children'];
 
 /** BullMQ's names for our states: what users coming from it type. */
 const ALIASES: Readonly<Record<string, JobState>> = { waiting: 'wait' };
@@ -33,7 +33,7 @@ export function parseJobStates(states: unknown, field = 'states'): JobState[] {
   return states.map((state, i) => parseJobState(state, `${field}[${i}]`));
 }
 
-const ZSET_STATES = ['completed', 'failed', 'delayed', 'prioritized'] as const;
+const ZSET_STATES = ['completed', 'failed', 'delayed', 'prioritized', 'waiting-children'] as const;
 const LIST_STATES = ['active', 'wait', 'paused'] as const;
 
 /** Where a job is, from one pipelined round trip; 'unknown' when no state holds it. */

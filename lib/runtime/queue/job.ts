@@ -1,22 +1,44 @@
 import { EchoMQError, EchoMQOptionError } from '../../protocol/errors.js';
+import type { JobControlScripts } from '../../protocol/job-control-scripts.js';
 import type { Keys } from '../../protocol/keys.js';
 import { assertCustomJobId, describe } from '../../protocol/names.js';
+import { parseSchedulerJobId } from '../../protocol/scheduler-ids.js';
 import type { RedisClient } from '../../protocol/script.js';
 import type { Scripts } from '../../protocol/scripts.js';
+import {
+  changeJobDelay, changeJobPriority, moveJobToDelayed, promoteJob, updateJobData, type PriorityChange, type RunOwnership,
+} from './job-control.js';
 import { getJobState, type JobStateOrUnknown } from './job-state.js';
 import type { JobOptions } from '../options.js';
 import type { QueueEvents } from '../events/queue-events.js';
 import { fromJson, toJson } from './serialize.js';
 import { waitUntilFinished } from './wait-until-finished.js';
+import type { FlowScripts } from '../../protocol/flow-scripts.js';
+import { moveJobToWaitingChildren, type WaitingChildrenOptions } from '../flows/step-jobs.js';
+import { removeJobOfFlow, type RemoveOptions } from '../flows/flow-removal.js';
+import { childrenValues, dependencies, dependenciesCount, type Dependencies, type DependenciesCount } from '../flows/dependencies.js';
 
 /** What a Job needs of its queue to act on itself. */
 export interface JobContext {
   queueName: string;
   keys: Keys;
   scripts: Scripts;
+  /** The job control scripts (updateData, changeDelay, changePriority, promote, moveToDelayed). */
+  control: JobControlScripts;
+  /** The queue's flow scripts (moveToWaitingChildren; docs/flows.md). */
+  flows?: FlowScripts;
+  /** The queue's events stream bound, for the scripts a removal sends to its children's queues. */
+  maxEvents?: number;
   client: RedisClient;
+  /** The largest data updateData accepts, in bytes of JSON: the Queue's maxDataSize (a Worker's jobs: the default, 1 MiB). */
+  maxDataSize?: number;
   /** A partitioned queue's: tells its workers the job's partition has work again (lib/runtime/queue/queue-part.ts). */
   wake?(): void;
+  /**
+   * A Worker's: the run of this job it holds under `token`, if any, so that the handler's own
+   * job.moveToDelayed tells the worker (lib/runtime/queue/job-control.ts).
+   */
+  ownRun?(jobId: string, token: string): RunOwnership | undefined;
   /** Told when a job updates its progress (a Worker sets it, to emit its `progress` event). */
   onProgress?(job: Job, progress: unknown): void;
 }
@@ -47,7 +69,7 @@ export class JobNotFoundError extends Error {
  */
 export function canNameJob(jobId: unknown): jobId is string {
   if (typeof jobId !== 'string') return false;
-  if (/^\d+$/.test(jobId)) return true;
+  if (/^\d+$/.test(jobId) || parseSchedulerJobId(jobId)) return true;
   try {
     assertCustomJobId(jobId);
     return true;
@@ -71,26 +93,39 @@ export class Job<Data = unknown, Result = unknown> {
   stalledCounter = 0;
   processedOn?: number;
   finishedOn?: number;
+  /** The id of the job scheduler that made this job (BullMQ's name), undefined for a job added by add. */
+  repeatJobKey?: string;
+  /**
+   * The delay it was last given, ms: by add, changeDelay or moveToDelayed (0 after promote). Its
+   * due time is in the delayed set; `timestamp` stays the add's.
+   */
+  delay: number;
+  /** 0 (none) or 1 (highest) to 2,097,151: as added, or as changePriority stored it. */
+  priority: number;
+  /** Set by discard(): a failure of this run is final. Local to this object, as in BullMQ. */
+  #discarded = false;
+  /** The deduplication id it was added with (BullMQ's name; docs/deduplication.md), from the hash's `deid`. */
+  deduplicationId?: string;
+  /** A flow's child: its parent's job key (`P:{Q}:<id>`; docs/flows.md). */
+  parentKey?: string;
+  /** A flow's child: its parent (BullMQ's shape; queueKey is `P:{Q}`). */
+  parent?: { id: string; queueKey: string };
 
   constructor(
     private readonly context: JobContext,
     readonly id: string,
     readonly name: string,
-    readonly data: Data,
+    /** As read or added; updateData replaces it. */
+    public data: Data,
     readonly opts: JobOptions,
     readonly timestamp: number,
-  ) {}
+  ) {
+    this.delay = opts.delay ?? 0;
+    this.priority = opts.priority ?? 0;
+  }
 
   get queueName(): string {
     return this.context.queueName;
-  }
-
-  get delay(): number {
-    return this.opts.delay ?? 0;
-  }
-
-  get priority(): number {
-    return this.opts.priority ?? 0;
   }
 
   /** Builds a job from HGETALL's reply (a flat array or an object). Throws CorruptJobError. */
@@ -108,6 +143,14 @@ export class Job<Data = unknown, Result = unknown> {
     job.stalledCounter = Number(fields.stc ?? 0);
     job.processedOn = fields.processedOn ? Number(fields.processedOn) : undefined;
     job.finishedOn = fields.finishedOn ? Number(fields.finishedOn) : undefined;
+    if (fields.delay !== undefined) job.delay = Number(fields.delay);
+    if (fields.priority !== undefined) job.priority = Number(fields.priority);
+    if (fields.rjk !== undefined) job.repeatJobKey = fields.rjk;
+    if (fields.deid !== undefined) job.deduplicationId = fields.deid;
+    if (fields.parentKey !== undefined) {
+      job.parentKey = fields.parentKey;
+      job.parent = parseField<{ id: string; queueKey: string }>(id, fields, 'parent');
+    }
     return job;
   }
 
@@ -134,11 +177,15 @@ export class Job<Data = unknown, Result = unknown> {
     return getJobState(this.context.client, this.context.keys, this.id);
   }
 
-  /** Removes the job; refuses (EchoMQError -3) while a worker holds its lock. */
-  async remove(): Promise<void> {
-    const outcome = await this.context.scripts.removeJob(this.id);
-    if (outcome === 'locked') throw new EchoMQError(-3, this.id, 'removeJob-10.lua', 'a worker holds its lock; it can be removed once it finished');
-    if (outcome === 'missing') throw new EchoMQError(-1, this.id, 'removeJob-10.lua');
+  /**
+   * Removes the job with its flow keys; refuses (EchoMQError -3) while a worker holds its lock. A
+   * parent's unsettled children go too (in their queues, after it), unless `removeChildren` is
+   * false; a child's parent drops it as a dependency (docs/flows.md, "Removing jobs of a flow").
+   */
+  async remove(opts: RemoveOptions = {}): Promise<void> {
+    const outcome = await removeJobOfFlow(this.context, this.id, opts);
+    if (outcome === 'locked') throw new EchoMQError(-3, this.id, 'removeJob-14.lua', 'a worker holds its lock; it can be removed once it finished');
+    if (outcome === 'missing') throw new EchoMQError(-1, this.id, 'removeJob-14.lua');
   }
 
   /** Sends a failed (or, with 'completed', a completed) job back to wait for a new round of attempts. */
@@ -149,6 +196,92 @@ export class Job<Data = unknown, Result = unknown> {
     this.attemptsMade = 0;
     this.failedReason = undefined;
     this.finishedOn = undefined;
+  }
+
+  /** Replaces the job's data, in any state (BullMQ's updateData). Refused: EchoMQError -1 when the job is gone. */
+  async updateData(data: Data): Promise<void> {
+    await updateJobData(this.context, this.id, data);
+    this.data = data;
+  }
+
+  /**
+   * A delayed job becomes due `delay` ms from now (the marker and, partitioned, the wake channel
+   * tell the workers). Refused: EchoMQError -3 when it is not delayed, -1 when it is gone.
+   */
+  async changeDelay(delay: number): Promise<void> {
+    this.delay = await changeJobDelay(this.context, this.id, delay);
+  }
+
+  /**
+   * Stores the job's priority (0 = none); a job in wait, paused or prioritized moves where that
+   * priority puts it, one in another state gets it when it is next made ready. `lifo` applies to
+   * priority 0, as in add. Refused: EchoMQError -1 when the job is gone.
+   */
+  async changePriority(change: PriorityChange): Promise<void> {
+    this.priority = await changeJobPriority(this.context, this.id, change);
+  }
+
+  /** A delayed job becomes ready now. Refused: EchoMQError -3 when it is not delayed, -1 when it is gone. */
+  async promote(): Promise<void> {
+    await promoteJob(this.context, this.id);
+    this.delay = 0;
+  }
+
+  /**
+   * In a handler: if this run fails, the job fails for good, whatever attempts it has left. Local
+   * to this Job object (nothing is written), as in BullMQ.
+   */
+  discard(): void {
+    this.#discarded = true;
+  }
+
+  /** True once discard() was called on this object. */
+  get discarded(): boolean {
+    return this.#discarded;
+  }
+
+  /**
+   * In a handler: sends the running job to delayed until `timestamp` (ms since the epoch; now when
+   * earlier) and releases its lock, without counting an attempt. Then throw a DelayedError: the
+   * worker neither completes nor fails the job, which runs again from the start when it is due.
+   * `token` is the handler's own ({ token } of its second argument). Refused, nothing changed:
+   * EchoMQError -2 (the lock lapsed), -6 (another worker holds it), -3 (not active), -1 (gone).
+   */
+  async moveToDelayed(timestamp: number, token: string): Promise<void> {
+    this.delay = await moveJobToDelayed(this, this.context, timestamp, token);
+  }
+
+  /**
+   * In a handler, after adding children (`queue.add(name, data, { parent: { id: job.id, queue:
+   * job.queueQualifiedName } })`): when any of them (or `opts.child`) has not settled, the job
+   * leaves active for waiting-children, its lock released, and this answers true: then throw a
+   * WaitingChildrenError, and the job runs again from the start once its children have settled
+   * (keep the step in job.data, with updateData). False when there is nothing to wait for: nothing
+   * changed, and the handler goes on. `token` is the handler's own. Refused, nothing changed:
+   * EchoMQError -2 (the lock lapsed), -6 (another worker holds it), -3 (not active), -1 (gone).
+   */
+  moveToWaitingChildren(token: string, opts: WaitingChildrenOptions = {}): Promise<boolean> {
+    return moveJobToWaitingChildren(this, this.context, token, opts);
+  }
+
+  /** `P:{Q}`, the queue's key as a child's `opts.parent.queue` names it (BullMQ's name). */
+  get queueQualifiedName(): string {
+    return this.context.keys.queueKey;
+  }
+
+  /** A parent's completed children's return values, keyed by child job key (docs/flows.md). */
+  getChildrenValues<T = unknown>(): Promise<Record<string, T>> {
+    return childrenValues(this.context.client, this.context.keys, this.id) as Promise<Record<string, T>>;
+  }
+
+  /** A parent's children: processed (with values), unprocessed, failed and ignored. */
+  getDependencies(): Promise<Dependencies> {
+    return dependencies(this.context.client, this.context.keys, this.id);
+  }
+
+  /** How many of a parent's children are processed, unprocessed, failed and ignored. */
+  getDependenciesCount(): Promise<DependenciesCount> {
+    return dependenciesCount(this.context.client, this.context.keys, this.id);
   }
 
   /** Resolves with the result when the job completes, rejects with its failedReason when it fails. */

@@ -2,17 +2,32 @@ import type { JobState } from '../../protocol/keys.js';
 import type { Job } from './job.js';
 
 /**
- * One state's jobs of every partition as one list. Each partition's list is in its own order (the
- * order its jobs will run, or newest finished first), and the merge keeps it: it takes, step by
- * step, the head that comes first by the jobs' own fields (add time, priority, due time, finish
- * time). A retried job, back at the end of its partition's wait with its old add time, stays behind
- * the jobs ahead of it there. Since only heads are compared, the first n of the merge depend only
- * on the first n of each list: reading each partition's first end + 1 jobs gives the right page.
+ * The order getJobs answers a state in when asked for none: ascending (next to run first) for the
+ * states that will run, descending (newest finished first) for completed and failed.
  */
-export function orderAcrossPartitions<J extends Job<any, any>>(state: JobState, perPartition: J[][]): J[] {
-  const before = state === 'prioritized'
+export function ascendingByDefault(state: JobState): boolean {
+  return state !== 'completed' && state !== 'failed';
+}
+
+/**
+ * One state's jobs of every partition as one list. Each partition's list is in its own order
+ * (ascending: the order its jobs will run, oldest finished first; or descending, the reverse), and
+ * the merge keeps it: it takes, step by step, the head that comes first by the jobs' own fields
+ * (add time, priority, due time, finish time). A retried job, back at the end of its partition's
+ * wait with its old add time, stays behind the jobs ahead of it there. Since only heads are
+ * compared, the first n of the merge depend only on the first n of each list: reading each
+ * partition's first end + 1 jobs gives the right page. A delayed job's due time is `dueAt`'s (its
+ * score in delayed), else its add time plus its delay, which a changeDelay or a retry's backoff
+ * makes wrong.
+ */
+export function orderAcrossPartitions<J extends Job<any, any>>(
+  state: JobState, perPartition: J[][], ascending = ascendingByDefault(state), dueAt?: (job: J) => number | undefined,
+): J[] {
+  const key = state === 'delayed' && dueAt ? (job: J) => dueAt(job) ?? SORT_KEYS.delayed(job) : SORT_KEYS[state as Exclude<JobState, 'prioritized'>];
+  const compare = state === 'prioritized'
     ? (a: J, b: J) => a.priority - b.priority || a.timestamp - b.timestamp
-    : (a: J, b: J) => SORT_KEYS[state as Exclude<JobState, 'prioritized'>](a) - SORT_KEYS[state as Exclude<JobState, 'prioritized'>](b);
+    : (a: J, b: J) => key(a) - key(b);
+  const before = ascending ? compare : (a: J, b: J) => compare(b, a);
   const heads = perPartition.map(() => 0);
   const merged: J[] = [];
   for (;;) {
@@ -25,7 +40,7 @@ export function orderAcrossPartitions<J extends Job<any, any>>(state: JobState, 
   }
 }
 
-/** Lower sorts first. */
+/** Ascending: lower sorts first. */
 const SORT_KEYS: Record<Exclude<JobState, 'prioritized'>, (job: Job<any, any>) => number> = {
   // Ready and running jobs: the oldest add first, as each partition's list runs.
   wait: (job) => job.timestamp,
@@ -33,9 +48,11 @@ const SORT_KEYS: Record<Exclude<JobState, 'prioritized'>, (job: Job<any, any>) =
   active: (job) => job.processedOn ?? job.timestamp,
   // The first due first.
   delayed: (job) => job.timestamp + job.delay,
-  // Newest finished first.
-  completed: (job) => -(job.finishedOn ?? 0),
-  failed: (job) => -(job.finishedOn ?? 0),
+  // The oldest finished first.
+  completed: (job) => job.finishedOn ?? 0,
+  failed: (job) => job.finishedOn ?? 0,
+  // Parents: the oldest add first (each partition's zset is scored by the add).
+  'waiting-children': (job) => job.timestamp,
 };
 
 /** `list[start..end]` inclusive, negative bounds counting from the end, as LRANGE reads them. */

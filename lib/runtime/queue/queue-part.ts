@@ -1,15 +1,13 @@
 import { Keys, type JobState } from '../../protocol/keys.js';
 import { autoIdPrefix, partitionQueueName } from '../../protocol/partitions.js';
+import { FlowScripts } from '../../protocol/flow-scripts.js';
+import { JobControlScripts } from '../../protocol/job-control-scripts.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { ADD_BATCH, Scripts, type NewJob } from '../../protocol/scripts.js';
+import { SchedulerScripts } from '../../protocol/scheduler-scripts.js';
+import { ADD_BATCH, Scripts, type AddedJob, type NewJob } from '../../protocol/scripts.js';
 import { CallBatcher } from './call-batcher.js';
 import { publishWake } from '../wake-channel.js';
 import type { JobContext } from './job.js';
-
-export interface AddedJob {
-  jobId: string;
-  created: boolean;
-}
 
 /** States whose keys are lists (LRANGE, LLEN); the others are sorted sets. */
 export const LIST_STATES = new Set<JobState>(['wait', 'paused', 'active']);
@@ -22,6 +20,9 @@ export const LIST_STATES = new Set<JobState>(['wait', 'paused', 'active']);
 export class QueuePart {
   readonly keys: Keys;
   readonly scripts: Scripts;
+  readonly schedulerScripts: SchedulerScripts;
+  readonly control: JobControlScripts;
+  readonly flows: FlowScripts;
   readonly context: JobContext;
   /**
    * add() calls made while another is in flight go together as one addJobs-9 call at the end of
@@ -37,11 +38,15 @@ export class QueuePart {
     private readonly partitions: number,
     prefix: string,
     maxEvents: number,
+    maxDataSize?: number,
   ) {
     this.keys = new Keys(partitionQueueName(name, index, partitions), prefix);
     this.scripts = new Scripts(client, this.keys, maxEvents, autoIdPrefix(index, partitions));
+    this.schedulerScripts = new SchedulerScripts(client, this.keys, maxEvents);
+    this.control = new JobControlScripts(client, this.keys, maxEvents);
     const wake = partitions === 1 ? undefined : () => this.wake();
-    this.context = { queueName: name, keys: this.keys, scripts: this.scripts, client, wake };
+    this.flows = new FlowScripts(client, this.keys, maxEvents);
+    this.context = { queueName: name, keys: this.keys, scripts: this.scripts, control: this.control, flows: this.flows, maxEvents, client, maxDataSize, wake };
     this.adds = new CallBatcher<NewJob, AddedJob>(
       (batch) => {
         const sent = batch.length === 1 ? this.scripts.addJob(batch[0]).then((added) => [added]) : this.scripts.addJobs(batch);
@@ -71,12 +76,36 @@ export class QueuePart {
     if (this.partitions > 1) publishWake(this.client, this.keys);
   }
 
-  /** The ids of one state, in the order getJobs answers (next to run first; newest finished first). */
-  idsQueued(pipeline: ReturnType<RedisClient['pipeline']>, state: JobState, start: number, end: number): void {
-    const key = this.keys.state(state);
-    if (LIST_STATES.has(state)) pipeline.lrange(key, -end - 1, -start - 1);
-    else if (state === 'completed' || state === 'failed') pipeline.zrevrange(key, start, end);
-    else pipeline.zrange(key, String(start), String(end));
+  /**
+   * The ids of each state, ranks `start` to `end` of each in the order asked for: ascending (the
+   * next to run first; the oldest finished first) or descending. One round trip. `dueAt` has the
+   * due time (score) of each delayed id read.
+   */
+  async readIds(states: JobState[], start: number, end: number, ascending: boolean[]): Promise<{ ids: string[][]; dueAt: Map<string, number> }> {
+    const pipeline = this.client.pipeline();
+    const [from, to] = [String(start), String(end)];
+    states.forEach((state, i) => {
+      const key = this.keys.state(state);
+      // Workers take a list's right end: ascending reads from there (reversed below).
+      if (LIST_STATES.has(state)) pipeline.lrange(key, ascending[i] ? -end - 1 : start, ascending[i] ? -start - 1 : end);
+      else if (state === 'delayed') (ascending[i] ? pipeline.zrange(key, from, to, 'WITHSCORES') : pipeline.zrevrange(key, from, to, 'WITHSCORES'));
+      else (ascending[i] ? pipeline.zrange(key, from, to) : pipeline.zrevrange(key, from, to));
+    });
+    const replies = (await pipeline.exec()) ?? [];
+    const dueAt = new Map<string, number>();
+    const ids = replies.map(([error, reply], i) => {
+      if (error) throw error;
+      const found = reply as string[];
+      if (LIST_STATES.has(states[i])) return ascending[i] ? found.reverse() : found;
+      if (states[i] !== 'delayed') return found;
+      const delayedIds: string[] = [];
+      for (let j = 0; j < found.length; j += 2) {
+        delayedIds.push(found[j]);
+        dueAt.set(found[j], Number(found[j + 1]));
+      }
+      return delayedIds;
+    });
+    return { ids, dueAt };
   }
 
   /** The size of each state, in the order given. */

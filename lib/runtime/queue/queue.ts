@@ -1,20 +1,48 @@
 import { EchoMQError, EchoMQOptionError } from '../../protocol/errors.js';
 import type { Keys } from '../../protocol/keys.js';
-import { assertQueueName, describe } from '../../protocol/names.js';
+import { assertDeduplicationId, assertQueueName, describe } from '../../protocol/names.js';
 import {
   assertCustomIdForPartitions, assertPartitionedName, partitionOf, partitionOfAutoId, routingKeyOf,
 } from '../../protocol/partitions.js';
+import { parseSchedulerJobId } from '../../protocol/scheduler-ids.js';
 import type { RedisClient } from '../../protocol/script.js';
-import type { NewJob } from '../../protocol/scripts.js';
+import type { AddedJob, NewJob } from '../../protocol/scripts.js';
 import { closeClient, connect } from '../connection.js';
 import { canNameJob, Job } from './job.js';
 import { JOB_STATES, parseJobState, parseJobStates, type JobStateName } from './job-state.js';
 import { resolveQueueOptions, validateJobOptions, type JobOptions, type QueueOptions, type ResolvedQueueOptions } from '../options.js';
-import { LIST_STATES, QueuePart } from './queue-part.js';
+import { QueuePart } from './queue-part.js';
+import { QueueJobControl, type JobLogs, type PromoteJobsOptions, type RetryJobsOptions } from './queue-job-control.js';
 import { partitionCountError } from './partition-count.js';
-import { orderAcrossPartitions, sliceLikeRange } from './partition-order.js';
+import { listJobs } from './job-listing.js';
+import { ascendingByDefault } from './partition-order.js';
 import { explainRedisError } from '../redis-health.js';
 import { toJson } from './serialize.js';
+import { deleteDeduplicationKeys } from './deduplication-keys.js';
+import { FlowScripts } from '../../protocol/flow-scripts.js';
+import { parentPolicyOf, POLICIES } from '../flows/flow-tree.js';
+import { addChild, checkJobRef, type CheckedParent } from '../flows/step-jobs.js';
+import { removeJobOfFlow, type RemoveOptions } from '../flows/flow-removal.js';
+import { JobSchedulers, type JobSchedulerJson } from '../schedulers/job-schedulers.js';
+import type { RepeatOptions } from '../schedulers/repeat-options.js';
+import type { JobSchedulerTemplate } from '../schedulers/template.js';
+import type { RateLimit } from '../../protocol/scripts.js';
+import type { WorkerInfo } from '../../protocol/queue-limits.js';
+import { QueueLimits } from './queue-limits.js';
+import { listWorkers } from './queue-workers.js';
+import { readMetrics, type Metrics, type MetricsType } from '../../protocol/metrics.js';
+import { assertPrometheusLabels, jobCountsText, PROMETHEUS_STATES } from './prometheus-text.js';
+
+/** A job as add() checked it: what the add scripts take, the options it was given merged with the defaults, its data. */
+interface Prepared {
+  job: NewJob;
+  opts: JobOptions;
+  data: unknown;
+  /** Its parent, when added with `parent` (a child; docs/flows.md, "Step jobs"). */
+  parent?: CheckedParent;
+  /** Where a message about it says it came from (`add`, `addBulk[2]`). */
+  at: string;
+}
 
 /** How many jobs each state holds, keyed by the name the caller used (`waiting` or `wait`). */
 export type JobCounts = Record<JobStateName, number>;
@@ -34,16 +62,30 @@ export class Queue<Data = unknown, Result = unknown> {
   private closing?: Promise<void>;
   /** A partitioned queue's first add checks its count against the one in Redis (partition-count.ts). */
   private countChecked?: Promise<void>;
+  private readonly schedulers: JobSchedulers<Data, Result>;
+  private readonly limits: QueueLimits;
+  private readonly control: QueueJobControl;
 
   constructor(readonly name: string, opts: QueueOptions = {}) {
     assertQueueName(name);
     this.options = resolveQueueOptions(opts);
-    const { partitions, prefix, maxEvents } = this.options;
+    const { partitions, prefix, maxEvents, maxDataSize } = this.options;
     assertPartitionedName(name, partitions);
     const { client, owned } = connect(opts.connection);
     this.client = client;
     this.ownsClient = owned;
-    this.parts = Array.from({ length: partitions }, (_, i) => new QueuePart(client, name, i, partitions, prefix, maxEvents));
+    this.parts = Array.from({ length: partitions }, (_, i) => new QueuePart(client, name, i, partitions, prefix, maxEvents, maxDataSize));
+    this.limits = new QueueLimits(client, this.parts[0].keys, name, partitions);
+    this.schedulers = new JobSchedulers<Data, Result>({
+      parts: this.parts,
+      defaults: this.options.defaultJobOptions,
+      maxDataSize: this.options.maxDataSize,
+      beforeWrite: async () => {
+        this.assertOpen();
+        if (this.parts.length > 1) await this.checkCount();
+      },
+    });
+    this.control = new QueueJobControl({ parts: this.parts, partsThatMayHold: (jobId) => this.partsThatMayHold(jobId) });
   }
 
   /** The number of hash tags the queue is spread over (1 unless `partitions` was given). */
@@ -62,16 +104,21 @@ export class Queue<Data = unknown, Result = unknown> {
     return this.parts.map((part) => part.keys);
   }
 
-  /** Adds a job. With a `jobId` that already exists, returns the existing job and writes nothing. */
+  /**
+   * Adds a job. With a `jobId` that already exists, returns the existing job and writes nothing.
+   * With a `deduplication` id that is held, returns the job that holds it and writes nothing but
+   * the `deduplicated` event (docs/deduplication.md).
+   */
   async add(name: string, data: Data, opts: JobOptions = {}): Promise<Job<Data, Result>> {
     const prepared = this.prepare(name, data, opts, 'add');
     this.assertOpen();
+    if (prepared.parent) return this.addWithParent(prepared);
     if (this.parts.length > 1) await this.checkCount();
     const part = this.route(prepared.opts);
-    const { jobId, created } = await part.adds.submit(prepared.job).catch((error: unknown) => {
+    const added = await part.adds.submit(prepared.job).catch((error: unknown) => {
       throw explainRedisError(error, `add of job "${name}" to queue ${this.name}`);
     });
-    return created ? this.fromPrepared(part, jobId, prepared) : this.getExisting(part, jobId);
+    return added.created ? this.fromPrepared(part, added.jobId, prepared) : this.getExisting(part, added, prepared);
   }
 
   /**
@@ -82,6 +129,13 @@ export class Queue<Data = unknown, Result = unknown> {
     if (!Array.isArray(jobs)) throw new EchoMQOptionError('addBulk', `takes an array of { name, data, opts }, got ${describe(jobs)}`);
     const prepared = jobs.map((job, i) => this.prepare(job?.name, job?.data, job?.opts ?? {}, `addBulk[${i}]`));
     this.assertOpen();
+    // Children go one by one (each takes three calls over two slots); the others in bulk, as before.
+    if (prepared.some((p) => p.parent)) {
+      const plain = jobs.filter((_, i) => !prepared[i].parent);
+      const added = plain.length > 0 ? await this.addBulk(plain) : [];
+      let next = 0;
+      return Promise.all(prepared.map((p) => (p.parent ? this.addWithParent(p) : Promise.resolve(added[next++]))));
+    }
     if (this.parts.length > 1) await this.checkCount();
     const action = `addBulk of ${jobs.length} jobs to queue ${this.name}`;
     const byPart = new Map<QueuePart, number[]>();
@@ -100,8 +154,25 @@ export class Queue<Data = unknown, Result = unknown> {
     }));
     return Promise.all(results.map(async ({ part, result }, i) => {
       if (result instanceof Error) throw explainRedisError(result, action);
-      return result.created ? this.fromPrepared(part, result.jobId, prepared[i]) : this.getExisting(part, result.jobId);
+      return result.created ? this.fromPrepared(part, result.jobId, prepared[i]) : this.getExisting(part, result, prepared[i]);
     }));
+  }
+
+  /**
+   * Removes a job with its flow keys (BullMQ's name and shape): 1 when removed, 0 when there is no
+   * such job or a worker holds it. A parent's unsettled children go too, unless `removeChildren`
+   * is false; a child's parent drops it (docs/flows.md, "Removing jobs of a flow").
+   */
+  async remove(jobId: string, opts: RemoveOptions = {}): Promise<0 | 1> {
+    if (!canNameJob(jobId)) return 0;
+    for (const candidates of this.partsThatMayHold(jobId)) {
+      for (const part of candidates) {
+        const outcome = await removeJobOfFlow(part.context, jobId, opts);
+        if (outcome === 'removed') return 1;
+        if (outcome === 'locked') return 0;
+      }
+    }
+    return 0;
   }
 
   /** The job of this id; undefined when there is none, or the id cannot name a job (e.g. `wait`). */
@@ -116,27 +187,21 @@ export class Queue<Data = unknown, Result = unknown> {
   }
 
   /**
-   * Jobs in the given states, in the order they will run (wait, paused, active, prioritized,
-   * delayed: next first) or newest first (completed, failed), `start` to `end` inclusive per state.
-   * `waiting` is taken for `wait`; an unknown state is refused (EchoMQOptionError). Across the
-   * partitions of a partitioned queue, jobs are ordered by when they were added (wait, paused,
-   * active), their priority, their due time (delayed) or when they finished (completed, failed).
+   * Jobs in the given states, `start` to `end` inclusive per state. Without `asc`, in the order they
+   * will run (wait, paused, active, prioritized, delayed: next first) or newest first (completed,
+   * failed); `asc` true puts every state oldest (or next to run) first, false newest (or last to
+   * run) first, as BullMQ's `asc`. `waiting` is taken for `wait`; an unknown state is refused
+   * (EchoMQOptionError). Across the partitions of a partitioned queue, jobs are ordered by when they
+   * were added (wait, paused, active), their priority, their due time (delayed) or when they
+   * finished (completed, failed).
    */
-  async getJobs(states: JobStateName | JobStateName[] = [...JOB_STATES], start = 0, end = -1): Promise<Array<Job<Data, Result>>> {
+  async getJobs(states: JobStateName | JobStateName[] = [...JOB_STATES], start = 0, end = -1, asc?: boolean): Promise<Array<Job<Data, Result>>> {
     const list = parseJobStates(states);
     assertIndex(start, 'start');
     assertIndex(end, 'end');
-    if (this.parts.length === 1) {
-      const perState = await this.idsPerState(this.parts[0], list, start, end);
-      return this.present(this.parts[0], perState.flat());
-    }
-    // Each partition's first end + 1 jobs hold the whole queue's first end + 1: read those, order, cut.
-    const upTo = start < 0 || end < 0 ? -1 : end;
-    const perPart = await Promise.all(this.parts.map(async (part) => {
-      const perState = await this.idsPerState(part, list, 0, upTo);
-      return Promise.all(perState.map((ids) => this.present(part, ids)));
-    }));
-    return list.flatMap((state, s) => sliceLikeRange(orderAcrossPartitions(state, perPart.map((jobs) => jobs[s])), start, end));
+    if (asc !== undefined && typeof asc !== 'boolean') throw new EchoMQOptionError('asc', `must be true, false or left out, got ${describe(asc)}`);
+    const ascending = list.map((state) => asc ?? ascendingByDefault(state));
+    return listJobs(this.parts, list, start, end, ascending, (part, ids) => this.present(part, ids));
   }
 
   /**
@@ -150,6 +215,177 @@ export class Queue<Data = unknown, Result = unknown> {
     const counts: Partial<JobCounts> = {};
     names.forEach((name, i) => (counts[name] = perPart.reduce((sum, partCounts) => sum + partCounts[i], 0)));
     return counts;
+  }
+
+  /**
+   * The queue's job counts per state in the Prometheus text format (BullMQ's name and format): a
+   * gauge `echomq_job_count` with `queue` and `state` labels (BullMQ's state names: `waiting`
+   * for wait) and the extra `labels` on every sample. One pipelined round trip per partition, read
+   * only when called: serve it from a /metrics route. docs/observability.md.
+   */
+  async exportPrometheusMetrics(labels?: Record<string, string>): Promise<string> {
+    assertPrometheusLabels(labels);
+    const counts = await this.getJobCounts(...PROMETHEUS_STATES);
+    return jobCountsText(this.name, counts as Record<string, number>, labels);
+  }
+
+  /**
+   * Cancels a job from any process: one still to run (waiting, paused, prioritized, delayed) fails
+   * at once as cancelled, not retried (its removeOnFail applies); a running one, on any worker,
+   * has its signal aborted with a JobCancelledError within one lockRenewTime and fails as
+   * cancelled, not retried. True when it was cancelled or its worker told; false when there is no
+   * such job or it has already finished. `reason` (at most 1,000 characters) goes into the
+   * failedReason: `job 7 was cancelled: <reason>`. docs/locks.md, "Cancelling a job".
+   */
+  cancelJob(jobId: string, reason?: string): Promise<boolean> {
+    return this.control.cancelJob(jobId, reason);
+  }
+
+  /** Jobs still to run: waiting, paused, prioritized and delayed (BullMQ's count()). */
+  count(): Promise<number> {
+    return this.control.count();
+  }
+
+  /** Ready jobs per priority (0: those without one, in wait or paused), keyed by priority (BullMQ's shape). */
+  getCountsPerPriority(priorities: number[]): Promise<Record<string, number>> {
+    return this.control.getCountsPerPriority(priorities);
+  }
+
+  /** A job's log lines, `start` to `end`, oldest first unless `asc` is false, and how many it holds (BullMQ's shape). */
+  getJobLogs(jobId: string, start = 0, end = -1, asc = true): Promise<JobLogs> {
+    return this.control.getJobLogs(jobId, start, end, asc);
+  }
+
+  /**
+   * Sends finished jobs (`state` failed, the default, or completed) that finished at or before
+   * `timestamp` (default now) back to wait, as job.retry() does one, `count` (default 1,000) per
+   * script call until none is left. docs/job-control.md.
+   */
+  retryJobs(opts?: RetryJobsOptions): Promise<void> {
+    return this.control.retryJobs(opts);
+  }
+
+  /** Makes every delayed job ready now, `count` (default 1,000) per script call. docs/job-control.md. */
+  promoteJobs(opts?: PromoteJobsOptions): Promise<void> {
+    return this.control.promoteJobs(opts);
+  }
+
+  /**
+   * Creates a job scheduler, or replaces its schedule and job template (BullMQ's name and shape).
+   * Calling it again with the same arguments changes nothing, so every instance of an app may call
+   * it at boot. Returns the scheduler's next job (delayed until its slot), or undefined when its
+   * limit is reached. docs/schedulers.md.
+   */
+  upsertJobScheduler(jobSchedulerId: string, repeat: RepeatOptions, template?: JobSchedulerTemplate<Data>): Promise<Job<Data, Result> | undefined> {
+    return this.schedulers.upsert(jobSchedulerId, repeat, template);
+  }
+
+  /** A job scheduler (its schedule, template, next slot and count of jobs made), or undefined. */
+  getJobScheduler(jobSchedulerId: string): Promise<JobSchedulerJson<Data> | undefined> {
+    return this.schedulers.get(jobSchedulerId);
+  }
+
+  /** Job schedulers by the due time of their next job, latest first unless `asc`, `start` to `end` inclusive. */
+  getJobSchedulers(start = 0, end = -1, asc = false): Promise<Array<JobSchedulerJson<Data>>> {
+    return this.schedulers.list(start, end, asc);
+  }
+
+  getJobSchedulersCount(): Promise<number> {
+    return this.schedulers.count();
+  }
+
+  /** Removes a job scheduler and its next job unless that job is running; false when there was none. */
+  removeJobScheduler(jobSchedulerId: string): Promise<boolean> {
+    return this.schedulers.remove(jobSchedulerId);
+  }
+
+  /**
+   * At most `concurrency` jobs active at once across every worker of the queue (BullMQ's name); a
+   * worker's own `concurrency` still caps that worker. Workers learn it within one lockRenewTime.
+   * Refused on a partitioned queue (use partitionConcurrency). docs/limits.md.
+   */
+  setGlobalConcurrency(concurrency: number): Promise<void> {
+    return this.limits.setGlobalConcurrency(concurrency);
+  }
+
+  /** The queue-wide concurrency, or undefined when none is set. */
+  getGlobalConcurrency(): Promise<number | undefined> {
+    return this.limits.getGlobalConcurrency();
+  }
+
+  /** Lifts the queue-wide concurrency; workers learn it within one lockRenewTime. */
+  removeGlobalConcurrency(): Promise<void> {
+    return this.limits.removeGlobalConcurrency();
+  }
+
+  /**
+   * At most `max` jobs taken per `duration` ms across every worker of the queue (per partition of a
+   * partitioned queue); while set it wins over the workers' `limiter`. Workers learn it within one
+   * lockRenewTime. docs/limits.md.
+   */
+  setGlobalRateLimit(max: number, duration: number): Promise<void> {
+    return this.limits.setGlobalRateLimit(max, duration);
+  }
+
+  /** The queue-wide rate limit, or undefined when none is set. */
+  getGlobalRateLimit(): Promise<RateLimit | undefined> {
+    return this.limits.getGlobalRateLimit();
+  }
+
+  /** Lifts the queue-wide rate limit (the workers' `limiter` applies again); workers learn it within one lockRenewTime. */
+  removeGlobalRateLimit(): Promise<void> {
+    return this.limits.removeGlobalRateLimit();
+  }
+
+  /**
+   * Every live worker of the queue, in every process (id, name, host, pid, concurrency, jobs
+   * running, start, last heartbeat), oldest first: from the registry the workers' heartbeats keep.
+   * A closed worker is gone at once; one that stopped without a close (a killed process) within
+   * 2 x its lockRenewTime + 1 s. docs/limits.md.
+   */
+  getWorkers(): Promise<WorkerInfo[]> {
+    return listWorkers(this.client, this.parts[0].keys);
+  }
+
+  /**
+   * The per-minute counts of the jobs completed or failed (for good), as workers with `metrics`
+   * record them (BullMQ's name and shape): `data` holds closed minutes, newest first, `start` to
+   * `end` (inclusive, negative from the end as LRANGE); `meta.count` every job counted;
+   * `count - prevCount` the open minute's jobs, from `prevTS`. All zeros when no worker records
+   * metrics. A partitioned queue keeps them in partition 0's slot. docs/observability.md, "Metrics".
+   */
+  getMetrics(type: MetricsType, start = 0, end = -1): Promise<Metrics> {
+    if (type !== 'completed' && type !== 'failed') throw new EchoMQOptionError('type', `is ${describe(type)}; metrics are kept for "completed" and "failed"`);
+    assertIndex(start, 'start');
+    assertIndex(end, 'end');
+    return readMetrics(this.client, this.parts[0].keys, type, start, end);
+  }
+
+  /**
+   * The id of the job that holds a deduplication id, or null when it is free (BullMQ's name and
+   * shape). Read by the rule every add applies: a simple-mode id whose job completed or failed is
+   * free. A partitioned queue looks in the partition the id routes to first, then in the others
+   * (adds with a partitionKey put it in that key's partition).
+   */
+  async getDeduplicationJobId(deduplicationId: string): Promise<string | null> {
+    assertDeduplicationId(deduplicationId);
+    for (const candidates of this.partsThatMayHoldDeduplication(deduplicationId)) {
+      const found = await Promise.all(candidates.map((part) => part.scripts.getDeduplicationJobId(deduplicationId)));
+      const holder = found.find((jobId) => jobId !== null);
+      if (holder !== undefined) return holder;
+    }
+    return null;
+  }
+
+  /**
+   * Frees a deduplication id at once, whatever its mode and its job (which stays): the next add
+   * with it is added. Returns how many keys it deleted (BullMQ's shape): 0 or 1, or up to one per
+   * partition of a partitioned queue.
+   */
+  async removeDeduplicationKey(deduplicationId: string): Promise<number> {
+    assertDeduplicationId(deduplicationId);
+    const deleted = await Promise.all(this.parts.map((part) => this.client.del(part.keys.deduplication(deduplicationId))));
+    return deleted.reduce((sum, n) => sum + n, 0);
   }
 
   /** Stops workers from taking new jobs; running jobs go on to their end. Every partition is paused. */
@@ -207,7 +443,8 @@ export class Queue<Data = unknown, Result = unknown> {
   /**
    * Deletes the queue and all its jobs. Refuses while jobs are active, unless `force`. One
    * obliterate-2 call deletes at most 1,000 jobs; it loops until the queue is gone. A partitioned
-   * queue checks every partition for active jobs before it deletes anything.
+   * queue checks every partition for active jobs before it deletes anything. Deduplication keys,
+   * which no script can list, go last, found by SCAN (deduplication-keys.ts).
    */
   async obliterate(opts: { force?: boolean } = {}): Promise<void> {
     const force = opts.force === true;
@@ -222,6 +459,7 @@ export class Queue<Data = unknown, Result = unknown> {
         if (reply === -3) throw activeRefusal();
       }
     }
+    await deleteDeduplicationKeys(this.client, this.parts.map((part) => part.keys));
   }
 
   /** Closes the queue's connection if the queue created it. Adding afterwards is refused. */
@@ -246,7 +484,7 @@ export class Queue<Data = unknown, Result = unknown> {
     return this.countChecked;
   }
 
-  /** The partition a job goes to: by its partitionKey, else its custom id, else round-robin. */
+  /** The partition a job goes to: by its partitionKey, else its deduplication id, else its custom id, else round-robin. */
   private route(opts: JobOptions): QueuePart {
     const count = this.parts.length;
     if (count === 1) return this.parts[0];
@@ -266,13 +504,23 @@ export class Queue<Data = unknown, Result = unknown> {
     if (count === 1) return [this.parts];
     const named = partitionOfAutoId(jobId, count);
     if (named !== undefined) return [[this.parts[named]]];
+    const scheduled = parseSchedulerJobId(jobId); // a scheduler's jobs live in the partition of its id
+    if (scheduled) return [[this.parts[partitionOf(scheduled.schedulerId, count)]]];
     const first = this.parts[partitionOf(jobId, count)];
     return [[first], this.parts.filter((part) => part !== first)];
   }
 
-  private prepare(name: unknown, data: unknown, opts: JobOptions, at: string): { job: NewJob; opts: JobOptions; data: unknown } {
+  /** Where a deduplication key may be: the partition its id routes to, then the others. */
+  private partsThatMayHoldDeduplication(deduplicationId: string): QueuePart[][] {
+    if (this.parts.length === 1) return [this.parts];
+    const first = this.parts[partitionOf(deduplicationId, this.parts.length)];
+    return [[first], this.parts.filter((part) => part !== first)];
+  }
+
+  private prepare(name: unknown, data: unknown, opts: JobOptions, at: string): Prepared {
     if (typeof name !== 'string' || name.length === 0) throw new EchoMQOptionError(`${at}: job name`, `must be a non-empty string, got ${describe(name)}`);
     validateJobOptions(opts, `${at}: opts.`);
+    const parent = this.checkParentOptions(opts, at);
     const merged: JobOptions = { ...this.options.defaultJobOptions, ...opts };
     const { jobId, ...stored } = merged;
     if (jobId !== undefined) assertCustomIdForPartitions(jobId, this.parts.length, `${at}: opts.jobId`);
@@ -286,31 +534,78 @@ export class Queue<Data = unknown, Result = unknown> {
       priority: merged.priority ?? 0,
       lifo: merged.lifo === true,
     };
-    return { job, opts: merged, data: data === undefined ? {} : data };
+    const dedup = merged.deduplication;
+    if (dedup) job.deduplication = { id: dedup.id, ttl: dedup.ttl ?? 0, extend: dedup.extend === true, replace: dedup.replace === true };
+    return { job, opts: merged, data: data === undefined ? {} : data, parent, at };
   }
 
-  private fromPrepared(part: QueuePart, jobId: string, prepared: { job: NewJob; opts: JobOptions; data: unknown }): Job<Data, Result> {
+  /** `opts.parent` and the failure options that go with it, checked before anything is written. */
+  private checkParentOptions(opts: JobOptions, at: string): CheckedParent | undefined {
+    const policies = POLICIES.filter(([name]) => {
+      const value = opts[name];
+      if (value !== undefined && typeof value !== 'boolean') throw new EchoMQOptionError(`${at}: opts.${name}`, `must be true or false, got ${describe(value)}`);
+      return value === true;
+    });
+    if (opts.parent === undefined) {
+      if (policies.length > 0) throw new EchoMQOptionError(`${at}: opts.${policies[0][0]}`, 'applies to a child; this job has no parent (opts.parent)');
+      return undefined;
+    }
+    if (policies.length > 1) throw new EchoMQOptionError(`${at}: opts`, `sets ${policies.map(([n]) => n).join(' and ')}: a child has one policy on failure`);
+    if (this.parts.length > 1) throw new EchoMQOptionError(`${at}: opts.parent`, `is not supported on a partitioned queue (${this.name} has ${this.parts.length} partitions)`);
+    if (opts.deduplication !== undefined) throw new EchoMQOptionError(`${at}: opts.deduplication`, 'is not supported with a parent: a child is added once, by its id');
+    return checkJobRef(opts.parent, `${at}: opts.parent`);
+  }
+
+  /** A child of a job (opts.parent): addChild's three steps over the two slots (docs/flows.md, "Step jobs"). */
+  private async addWithParent(prepared: Prepared): Promise<Job<Data, Result>> {
+    const part = this.parts[0];
+    const parent = prepared.parent as CheckedParent;
+    const { job } = prepared;
+    const action = `add of job "${job.name}" with a parent to queue ${this.name}`;
+    try {
+      const id = job.customId ?? String(await this.client.incr(part.keys.id));
+      const parentKeys = parent.keys;
+      const outcome = await addChild({
+        queueName: this.name, prefix: this.options.prefix, keys: part.keys, flows: part.flows,
+        record: {
+          id, name: job.name, data: job.data, opts: job.opts, timestamp: job.timestamp, delay: job.delay, priority: job.priority, lifo: job.lifo,
+          parentKey: parentKeys.job(parent.id), parentJson: JSON.stringify({ id: parent.id, queueKey: parentKeys.queueKey }),
+          policy: parentPolicyOf(prepared.opts), children: [],
+        },
+      }, parent, new FlowScripts(this.client, parentKeys, this.options.maxEvents), `${prepared.at}: `);
+      if (outcome === 'existed') {
+        const [existing] = await this.hashes(part, [id]);
+        if (existing) return existing;
+        throw new EchoMQError(-1, id, 'addFlowJobs-15.lua', 'it existed when added, and was removed since');
+      }
+      const added = this.fromPrepared(part, id, prepared);
+      added.parentKey = parentKeys.job(parent.id);
+      added.parent = { id: parent.id, queueKey: parentKeys.queueKey };
+      return added;
+    } catch (error) {
+      if (error instanceof EchoMQError || error instanceof EchoMQOptionError) throw error;
+      throw explainRedisError(error, action);
+    }
+  }
+
+  private fromPrepared(part: QueuePart, jobId: string, prepared: Prepared): Job<Data, Result> {
     const { jobId: _id, ...stored } = prepared.opts;
-    return new Job<Data, Result>(part.context, jobId, prepared.job.name, prepared.data as Data, stored, prepared.job.timestamp);
-  }
-
-  /** The job an add found already there, in the partition the add went to (its id may be in others too). */
-  private async getExisting(part: QueuePart, jobId: string): Promise<Job<Data, Result>> {
-    const [job] = await this.hashes(part, [jobId]);
-    if (!job) throw new EchoMQError(-1, jobId, 'addJob-9.lua', 'it existed when added, and was removed since');
+    const job = new Job<Data, Result>(part.context, jobId, prepared.job.name, prepared.data as Data, stored, prepared.job.timestamp);
+    if (prepared.job.deduplication) job.deduplicationId = prepared.job.deduplication.id;
     return job;
   }
 
-  /** The ids of each state of one part, `start` to `end` per state, in getJobs' order. */
-  private async idsPerState(part: QueuePart, states: ReturnType<typeof parseJobStates>, start: number, end: number): Promise<string[][]> {
-    const pipeline = this.client.pipeline();
-    for (const state of states) part.idsQueued(pipeline, state, start, end);
-    const replies = (await pipeline.exec()) ?? [];
-    return replies.map(([error, reply], i) => {
-      if (error) throw error;
-      const found = reply as string[];
-      return LIST_STATES.has(states[i]) ? found.reverse() : found;
-    });
+  /**
+   * The job an add found already there, in the partition the add went to (its id may be in others
+   * too): the job of its custom id, or the one that holds its deduplication id. A throttle-mode id
+   * outlives its job: when that job is gone (it finished and was removed), the answer is a Job of
+   * its id built from this add, as BullMQ's add answers; `getState()` tells it apart ('unknown').
+   */
+  private async getExisting(part: QueuePart, added: AddedJob, prepared: Prepared): Promise<Job<Data, Result>> {
+    const [job] = await this.hashes(part, [added.jobId]);
+    if (job) return job;
+    if (added.deduplicated) return this.fromPrepared(part, added.jobId, prepared);
+    throw new EchoMQError(-1, added.jobId, 'addJob-9.lua', 'it existed when added, and was removed since');
   }
 
   /** The jobs of these ids that still exist, in the same order. */

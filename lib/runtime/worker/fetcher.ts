@@ -5,14 +5,21 @@ import { dropClient, dropCounter, type DropCounter } from '../connection.js';
 import { findAllByLockToken, type HandedOverJob } from './handover-recovery.js';
 import { Sleeper } from '../sleeper.js';
 
+/** The limits a pickup passes, read at each call: they follow the queue's meta (WorkerLimits). */
+export interface PickupLimits {
+  /** The rate limit (moveToActive-11's ARGV[6] and [7]), if any. */
+  readonly rateLimit?: RateLimit;
+  /** No pickup while active holds this many jobs (moveToActiveBounded-11); Infinity: no bound. */
+  readonly pickupBound: number;
+}
+
 /** The worker settings a fetch uses. */
 export interface FetchSettings {
   lockDuration: number;
   /** Longest BZPOPMIN block, in seconds. */
   drainDelay: number;
-  limiter?: RateLimit;
-  /** A partitioned queue's partitionConcurrency: no pickup while the partition holds this many active jobs. */
-  maxActive?: number;
+  /** Default: no rate limit, no bound. */
+  limits?: PickupLimits;
 }
 
 /**
@@ -60,13 +67,19 @@ export class Fetcher {
    */
   async fetch(token: string): Promise<{ pickup: Pickup; sentTwice: HandedOverJob[] }> {
     const drops = this.connection.drops;
-    const pickup = await this.scripts.moveToActive(token, this.settings.lockDuration, Date.now(), this.settings.limiter, this.settings.maxActive);
+    const { limits } = this.settings;
+    const pickup = await this.scripts.moveToActive(token, this.settings.lockDuration, Date.now(), limits?.rateLimit, limits?.pickupBound);
     if (drops === this.connection.drops) return { pickup, sentTwice: [] };
     const held = await findAllByLockToken(this.client, this.keys, token);
     return { pickup, sentTwice: held.filter((job) => job.id !== pickup.job?.id) };
   }
 
-  /** Waits until there may be work: after a rate-limit window, on the marker, when a delayed job is due, or a timeout. */
+  /**
+   * Waits until there may be work: after a rate-limit window (a sleep, never a poll: no call goes
+   * to Redis until it ends, or stopWaiting() or interrupt() ends it), on the marker (a queue full
+   * under its concurrency waits here too, for the marker a freed slot sets), when a delayed job is
+   * due, or a timeout.
+   */
   async waitForWork(pickup: Pickup): Promise<void> {
     if (this.interrupted) return;
     if (pickup.rateLimitedFor > 0) {

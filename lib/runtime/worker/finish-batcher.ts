@@ -2,6 +2,13 @@ import { EchoMQError } from '../../protocol/errors.js';
 import type { Finish, Pickup, RateLimit, Scripts } from '../../protocol/scripts.js';
 import { CallBatcher } from '../queue/call-batcher.js';
 
+/** The limits a finish's fetch-next keeps, read at each call (WorkerLimits). */
+export interface FinishLimits {
+  readonly rateLimit?: RateLimit;
+  /** A plain queue's queue-wide concurrency (Infinity: none). */
+  readonly globalConcurrency: number;
+}
+
 /**
  * How a worker sends its finishes: one alone as moveToFinished-14, several that are ready
  * together as one finishJobs-13 call (its batch form; each job keeps its own lock check).
@@ -16,14 +23,33 @@ import { CallBatcher } from '../queue/call-batcher.js';
  * that is always so, and each finish goes at once). A batch holds at most `finishBatchSize`
  * finishes, so that at high concurrency several batches are in flight: Node runs the jobs of one
  * reply while Redis runs the next call, and the two work in parallel.
+ *
+ * Under a queue-wide concurrency every finish, one or many, goes as finishJobsBounded-13: the
+ * fetch-next of moveToFinished-14 (fixed) never looks at active, so it would keep active at a bound
+ * that was since lowered. The same one call per finish; without that bound nothing changes.
  */
 export class FinishBatcher {
   private readonly batcher: CallBatcher<Finish, Pickup>;
+  /**
+   * The finishes of jobs of flows (children, parents with flow keys): finishFlowJobs-15, one call
+   * however many, with the same fetch-next and the same rule of when to send. A turn's plain and
+   * flow finishes go as two calls; a worker that runs no flow never sends one here.
+   */
+  private readonly flowBatcher: CallBatcher<Finish, Pickup>;
 
-  /** `limiter`: the worker's rate limit, which the fetch-next pickups obey. */
-  constructor(scripts: Scripts, lockDuration: number, limiter: RateLimit | undefined, concurrency: number, runningJobs: () => number) {
+  /** `limits`: the rate limit and bound the fetch-next pickups obey. */
+  constructor(scripts: Scripts, lockDuration: number, limits: FinishLimits, concurrency: number, runningJobs: () => number) {
     this.batcher = new CallBatcher<Finish, Pickup>(
-      (batch) => (batch.length === 1 ? finishOne(scripts, batch[0], limiter) : scripts.finishJobs(batch, Date.now(), lockDuration, limiter)),
+      (batch) => {
+        const { rateLimit, globalConcurrency } = limits;
+        if (Number.isFinite(globalConcurrency)) return scripts.finishJobs(batch, Date.now(), lockDuration, rateLimit, globalConcurrency);
+        return batch.length === 1 ? finishOne(scripts, batch[0], rateLimit) : scripts.finishJobs(batch, Date.now(), lockDuration, rateLimit);
+      },
+      finishBatchSize(concurrency),
+      (pending, inFlight) => pending + inFlight >= runningJobs(),
+    );
+    this.flowBatcher = new CallBatcher<Finish, Pickup>(
+      (batch) => scripts.finishFlowJobs(batch, Date.now(), lockDuration, limits.rateLimit, limits.globalConcurrency),
       finishBatchSize(concurrency),
       (pending, inFlight) => pending + inFlight >= runningJobs(),
     );
@@ -32,11 +58,17 @@ export class FinishBatcher {
   /** Sends the finishes waiting for the end of the turn now (the worker is closing). */
   flush(): void {
     this.batcher.flush();
+    this.flowBatcher.flush();
   }
 
   /** Sends a finish (with or without fetch-next); rejects with the EchoMQError that refused it. */
   finish(finish: Finish): Promise<Pickup> {
     return this.batcher.submit(finish);
+  }
+
+  /** Sends the finish of a job of a flow (finishFlowJobs-15): its notice, if it has a parent, is in Redis once it landed. */
+  finishFlow(finish: Finish): Promise<Pickup> {
+    return this.flowBatcher.submit(finish);
   }
 }
 

@@ -4,16 +4,36 @@ import type { Finish, Scripts } from '../../protocol/scripts.js';
 import type { FinishBatcher } from './finish-batcher.js';
 import { HandoverRecovery } from './handover-recovery.js';
 import { CorruptJobError, Job, type JobContext } from '../queue/job.js';
+import type { RunOwnership } from '../queue/job-control.js';
+import { isDelayedError } from './delayed-error.js';
+import { isWaitingChildrenError } from './waiting-children-error.js';
 import { LockLostError, type JobLock, type WorkerLocks } from '../locks/worker-locks.js';
-import { backoffDelay, keepRule } from '../options.js';
+import { keepRule, type BackoffStrategy } from '../options.js';
 import { toJson } from '../queue/serialize.js';
+import { RateLimitError } from './rate-limit-error.js';
 import { UnrecoverableError } from './unrecoverable-error.js';
+import { JobTimeoutError } from './job-timeout-error.js';
+import { JobCancelledError } from '../locks/job-cancelled-error.js';
+import { CANCEL_MARK_FIELD } from '../../protocol/cancels.js';
+import { decideRetry } from './retry-decision.js';
+import type { SchedulerChain } from '../schedulers/scheduler-chain.js';
+import type { ParentNotices } from '../flows/parent-notices.js';
+import type { ParentPolicy } from '../../protocol/flow-scripts.js';
+
+/** How a lane finishes the jobs of flows (a child, or a parent with flow keys): finishFlowJobs-15 (FinishBatcher.finishFlow), then the notice to the parent. */
+export interface FlowFinishing {
+  notices: Pick<ParentNotices, 'send' | 'sendStored'>;
+}
 
 /** What a processor gets besides the job. */
 export interface ProcessorContext {
   /** The lock token of this ownership of the job. */
   token: string;
-  /** Aborted when the lock is lost (reason: LockLostError) or the worker closes without waiting. */
+  /**
+   * Aborted when the lock is lost (reason: LockLostError), the worker closes without waiting, the
+   * job times out (JobTimeoutError) or is cancelled (JobCancelledError). After a timeout or a cancel
+   * the job fails at once: the handler is not waited for, and what it returns later is refused.
+   */
   signal: AbortSignal;
 }
 
@@ -45,7 +65,8 @@ const LANDED_EARLIER = Symbol('landed earlier');
 
 /** What a finishing script is asked to do, as far as judging a lost reply needs it. */
 interface Release {
-  outcome: 'completed' | 'failed' | 'retried';
+  /** 'requeued': given back for a rate limit (moveJobFromActiveToWait-11), its attempt not counted. */
+  outcome: 'completed' | 'failed' | 'retried' | 'requeued';
   /** The job's `atm` once this release lands: the release is the only writer of atm while we hold the lock. */
   attemptsMade: number;
   /** The finish may delete the job (removeOnComplete / removeOnFail with a count or an age). */
@@ -54,12 +75,21 @@ interface Release {
 
 /**
  * Runs one job from pickup to release: the processor, then moveToFinished-14 (with fetch-next when
- * asked; batched with the worker's other finishes by its FinishBatcher) or retryJob-12. While the
+ * asked; batched with the worker's other finishes by its FinishBatcher) or retryJob-12, or
+ * moveJobFromActiveToWait-11 when the processor threw RateLimitError. While the
  * finish is in flight the lock keeps being renewed; a finish that fails for want of a connection
  * is sent again until it lands or the lock is known lost.
  */
 export class JobRunner {
   private readonly handovers: HandoverRecovery;
+  /** Runs whose handler moved its job to delayed or waiting-children (ownRun): the runner neither completes nor fails them. */
+  private readonly movedAway = new WeakMap<JobLock, 'delayed' | 'waiting-children'>();
+  /** Jobs of flows being run, with their policy on failure (pfp): they finish by finishFlowJobs-15 and leave a notice (FlowFinishing), the others as before. */
+  private readonly flowJobs = new WeakMap<Job, ParentPolicy>();
+  /** Of those, the parents (fch, or children added while they ran): a child's failParentOnFailure may have marked them (cfr). */
+  private readonly parents = new WeakSet<Job>();
+  /** The job of each run under way, for ownRun's becameParent. */
+  private readonly running = new WeakMap<JobLock, Job>();
 
   constructor(
     private readonly processor: ProcessorFunction,
@@ -67,8 +97,15 @@ export class JobRunner {
     private readonly context: JobContext,
     private readonly locks: WorkerLocks,
     private readonly lockDuration: number,
-    private readonly finisher: Pick<FinishBatcher, 'finish'>,
+    private readonly finisher: Pick<FinishBatcher, 'finish' | 'finishFlow'>,
     private readonly events: RunnerEvents,
+    /** The step before a job scheduler's job runs (it moves the scheduler on, or skips the job). */
+    private readonly schedulers?: Pick<SchedulerChain, 'start'>,
+    /** The worker's settings.backoffStrategy, for the jobs whose backoff type is a custom one. */
+    private readonly backoffStrategy?: BackoffStrategy,
+    /** The worker's jobTimeout: the timeout of jobs whose opts give none. */
+    private readonly jobTimeout?: number,
+    private readonly flows?: FlowFinishing,
   ) {
     this.handovers = new HandoverRecovery(context.client, context.keys);
   }
@@ -84,25 +121,59 @@ export class JobRunner {
       job = new Job(this.context, active.id, '', undefined, {}, 0);
     }
     const lock = this.locks.track(active.id, active.token, job.attemptsStarted, active.acquiredAt);
+    this.running.set(lock, job);
+    // From the raw fields: a corrupt child still finishes by finishFlowJob-8, whose notice its parent needs.
+    const flowLink = flowLinkOf(active.fields);
+    if (flowLink) {
+      this.flowJobs.set(job, flowLink.policy);
+      if (flowLink.parent) this.parents.add(job);
+    }
+    // Cancelled by queue.cancelJob before this pickup (the pickup's fields carry the mark): the run
+    // is cut short before it starts, and fails as cancelled below without its handler.
+    const mark = corrupt ? undefined : fieldOf(active.fields, CANCEL_MARK_FIELD);
+    if (mark !== undefined) this.locks.cancel(active.id, mark === '' ? undefined : mark, 'queue');
+    if (job.repeatJobKey !== undefined && this.schedulers && !corrupt && !lock.interruption) {
+      const started = await this.startScheduled(job, lock, active);
+      if (!started) return undefined;
+    }
     this.events.active(job);
 
     let result: unknown;
-    let failure: Error | undefined = corrupt;
-    if (!failure) {
+    // A parent a child failed with failParentOnFailure while it was not waiting (cfr): it fails
+    // now, for good, without its handler.
+    let failure: Error | undefined = corrupt ?? (flowLink?.childFailed !== undefined ? new UnrecoverableError(flowLink.childFailed) : undefined);
+    if (!failure && !lock.interruption) {
+      const timeout = job.opts.timeout ?? this.jobTimeout;
+      // A timer only for a job with a timeout: the others pay nothing for the feature.
+      const timer = timeout === undefined ? undefined : setTimeout(() => lock.interrupt(new JobTimeoutError(job.id, timeout)), timeout);
       try {
         // An own getter (not a prototype one), so { ...context } still carries the signal; the
         // AbortController behind it is made only if the handler reads it.
-        result = await this.processor(job, { token: active.token, get signal() { return lock.signal; } });
+        const work = this.processor(job, { token: active.token, get signal() { return lock.signal; } });
+        // race(): a timeout or a cancel fails the job without waiting for the handler.
+        result = await lock.race(Promise.resolve(work));
       } catch (error) {
         failure = error instanceof Error ? error : new Error(String(error));
+      } finally {
+        if (timer) clearTimeout(timer);
       }
     }
 
+    const movedTo = this.movedAway.get(lock);
+    if (movedTo) return this.afterOwnMove(job, movedTo, failure);
+    if (isDelayedError(failure)) failure = delayedWithoutMove(job, failure as Error);
+    if (isWaitingChildrenError(failure)) failure = waitingWithoutMove(job, failure as Error);
     if (!lock.held || lock.abortReason) {
       // The heartbeat found the lock gone, or the worker closed without waiting (close(true)):
       // either way this worker gave the job up, and its lock is left to lapse for another one.
       this.events.lockLost(job, lock.abortReason ?? new Error(`the worker stopped renewing the lock of job ${job.id}`));
       return undefined;
+    }
+    if (lock.interruption) {
+      // Timed out or cancelled, the lock still held: the run fails with that reason, whatever the
+      // handler gave (it may have settled in the same turn as the interruption).
+      failure = lock.interruption;
+      result = undefined;
     }
     lock.beginRelease();
     try {
@@ -116,7 +187,83 @@ export class JobRunner {
     }
   }
 
+  /**
+   * A job scheduler's job: the step before its handler (SchedulerChain.start). False when the job
+   * does not run: skipped (a later slot's job stands for its slot), or not this worker's any more,
+   * or the step could not be sent: then the lock is left to lapse and the stalled sweep gives the
+   * job back, to run once its step lands.
+   */
+  private async startScheduled(job: Job, lock: JobLock, active: ActiveJob): Promise<boolean> {
+    try {
+      const verdict = await (this.schedulers as Pick<SchedulerChain, 'start'>).start(job.id, active.token, fieldOf(active.fields, 'rpt'));
+      if (verdict === 'run') return true;
+      lock.release('skipped');
+      return false;
+    } catch (error) {
+      lock.release('lost');
+      this.events.lockLost(job, error as Error);
+      return false;
+    }
+  }
+
+  /**
+   * The run of a job this runner holds under `token`, for the handler's own job.moveToDelayed and
+   * job.moveToWaitingChildren (JobContext.ownRun): the lock stops being renewed as the move is sent (a renewal that finds it
+   * gone is the move's to judge) and is let go when the move lands. Built only when a handler moves
+   * its job, so a run that does not costs nothing.
+   */
+  /** A child was added to a job (running-parents.ts): when this runner runs it, the run is a parent's. */
+  markParent(jobKey: string): void {
+    const { keys } = this.context;
+    if (!jobKey.startsWith(keys.base)) return;
+    const lock = this.locks.lockOf(jobKey.slice(keys.base.length));
+    const job = lock && this.running.get(lock);
+    if (!job) return;
+    if (!this.flowJobs.has(job)) this.flowJobs.set(job, '');
+    this.parents.add(job);
+  }
+
+  ownRun(jobId: string, token: string): RunOwnership | undefined {
+    const lock = this.locks.lockOf(jobId);
+    if (!lock || lock.token !== token) return undefined;
+    return {
+      token,
+      leaving: () => lock.beginRelease(),
+      left: (to = 'delayed') => {
+        this.movedAway.set(lock, to);
+        lock.release(to);
+      },
+      stayed: () => lock.cancelRelease(),
+      becameParent: () => {
+        const job = this.running.get(lock);
+        if (!job) return;
+        if (!this.flowJobs.has(job)) this.flowJobs.set(job, '');
+        this.parents.add(job);
+      },
+    };
+  }
+
+  /**
+   * The handler moved its job to delayed or waiting-children: the job is not this worker's any more, and it neither
+   * completes nor fails. A handler that went on to return (or to throw something else) loses its
+   * result; the worker says so on 'error'.
+   */
+  private afterOwnMove(job: Job, to: 'delayed' | 'waiting-children', failure: Error | undefined): undefined {
+    const expected = to === 'delayed' ? isDelayedError(failure) : isWaitingChildrenError(failure);
+    if (!expected) {
+      const ending = failure ? `threw "${failure.message}"` : 'returned';
+      const wanted = to === 'delayed' ? 'DelayedError' : 'WaitingChildrenError';
+      this.events.error(new Error(`job ${job.id} was moved to ${to} by its handler, which then ${ending} instead of throwing ${wanted}: the job stays in ${to}, and this run's outcome is dropped`));
+    }
+    return undefined;
+  }
+
   private async settle(job: Job, lock: JobLock, result: unknown, failure: Error | undefined, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+    if (!failure && this.parents.has(job)) {
+      // A parent does not complete once a child failed with failParentOnFailure while it ran.
+      const childFailed = await this.context.client.hget(this.context.keys.job(job.id), 'cfr');
+      if (childFailed !== null) failure = new UnrecoverableError(childFailed);
+    }
     if (!failure) {
       let returnvalue: string;
       try {
@@ -128,6 +275,7 @@ export class JobRunner {
       job.returnvalue = result;
       job.attemptsMade++;
       lock.release('completed');
+      this.freeDeduplication(job);
       this.events.completed(job, result);
       return next;
     }
@@ -135,15 +283,19 @@ export class JobRunner {
   }
 
   private async fail(job: Job, lock: JobLock, error: Error, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+    if (error instanceof RateLimitError) return this.requeue(job, lock);
     const token = lock.token;
     const attemptsMade = job.attemptsMade + 1;
     const stacktrace = JSON.stringify([...job.stacktrace, error.stack ?? String(error)].slice(-STACKTRACE_LIMIT));
-    const reason = error.message || String(error);
-    const retry = attemptsMade < (job.opts.attempts ?? 1) && !(error instanceof UnrecoverableError) && !(error instanceof CorruptJobError);
+    let reason = error.message || String(error);
+    const retry = attemptsMade < (job.opts.attempts ?? 1) && !(error instanceof UnrecoverableError) && !(error instanceof CorruptJobError)
+      && !(error instanceof JobCancelledError) && !job.discarded;
     job.failedReason = reason;
     job.attemptsMade = attemptsMade;
-    if (retry) {
-      const delay = backoffDelay(job.opts.backoff, attemptsMade);
+    // When to retry (or not after all): the error's retryAfter, the job's backoff or the worker's strategy.
+    const decision = retry ? await decideRetry(job, error, attemptsMade, this.backoffStrategy) : undefined;
+    if (decision?.retry) {
+      const delay = decision.delay;
       const release: Release = { outcome: 'retried', attemptsMade, mayRemove: false };
       await this.withRetries(job, lock, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), release);
       // A partitioned queue's workers hear of the job back in wait (or of its due time) on its
@@ -153,14 +305,40 @@ export class JobRunner {
       this.events.failed(job, error, true);
       return undefined;
     }
+    if (decision?.refusal) job.failedReason = reason = `${reason} (not retried: ${decision.refusal})`;
     const next = await this.finish(job, lock, 'failed', reason, stacktrace, keepRule(job.opts.removeOnFail), attemptsMade, fetchNext);
     lock.release('failed');
+    this.freeDeduplication(job);
     this.events.failed(job, error, false);
     return next;
   }
 
   /**
-   * moveToFinished-14 (or its batch form); with fetch-next, the job it took comes back with its
+   * The handler threw RateLimitError: the job goes back to wait, next in line, its attempt not
+   * counted (atm unchanged, no failedReason, no 'failed' event). No fetch-next: the queue is limited.
+   */
+  private async requeue(job: Job, lock: JobLock): Promise<undefined> {
+    const release: Release = { outcome: 'requeued', attemptsMade: job.attemptsMade, mayRemove: false };
+    await this.withRetries(job, lock, () => this.scripts.moveJobFromActiveToWait(job.id, lock.token), release);
+    this.context.wake?.();
+    lock.release('requeued');
+    return undefined;
+  }
+
+  /**
+   * A simple-mode deduplication id (no ttl) is free once its job has finished, and every add reads
+   * it so; its key is deleted here only so it does not stay until an add of that id reuses it:
+   * moveToFinished-14 is fixed and cannot. Not awaited, and a failure is ignored: it costs a call
+   * per such job and nothing else, and nothing depends on it (docs/deduplication.md).
+   */
+  private freeDeduplication(job: Job): void {
+    if (job.deduplicationId === undefined || job.opts.deduplication?.ttl !== undefined) return;
+    this.scripts.freeDeduplication(job.deduplicationId, job.id).catch(() => undefined);
+  }
+
+  /**
+   * moveToFinished-14 (or its batch form; finishFlowJobs-15 for a job of a flow, whose notice then
+   * goes to its parent); with fetch-next, the job it took comes back with its
    * fresh token. Every send of one finish carries the same fetch-next token, so when a lost reply
    * had handed a job over, that job is found by its lock and taken back (HandoverRecovery).
    */
@@ -173,12 +351,20 @@ export class JobRunner {
     let acquiredAt = firstSentAt;
     let askedForNext = false;
     const release: Release = { outcome, attemptsMade, mayRemove: keepCount >= 0 || keepAgeMs > 0 };
+    const flowJob = this.flows !== undefined && this.flowJobs.has(job);
     const pickup = await this.withRetries(job, lock, () => {
       acquiredAt = Date.now();
       const next = fetchNext() ? { token, lockDuration: this.lockDuration } : undefined;
       askedForNext ||= next !== undefined;
-      return this.finisher.finish({ jobId: job.id, token: lock.token, timestamp: acquiredAt, outcome, value, stacktrace, keepCount, keepAgeMs, next });
+      const finish = { jobId: job.id, token: lock.token, timestamp: acquiredAt, outcome, value, stacktrace, keepCount, keepAgeMs, next };
+      return flowJob ? this.finisher.finishFlow(finish) : this.finisher.finish(finish);
     }, release);
+    // The notice is in Redis once the finish landed. After a lost reply it is delivered as Redis
+    // holds it: "landed" may also be a job removed meanwhile, whose notice is another finish's.
+    if (flowJob && job.parentKey !== undefined) {
+      if (pickup === LANDED_EARLIER) this.flows?.notices.sendStored(job.id);
+      else this.flows?.notices.send({ childId: job.id, parentKey: job.parentKey, outcome, value, policy: this.flowJobs.get(job) ?? '' });
+    }
     if (pickup === LANDED_EARLIER) {
       if (!askedForNext) return undefined;
       // The lock was set by one of the sends: the first one's time is the oldest it can be.
@@ -221,8 +407,68 @@ export class JobRunner {
    * it writes. A job whose hash is gone landed only if this release could delete it.
    */
   private async landedEarlier(job: Job, release: Release): Promise<boolean> {
-    const [ats, atm] = await this.context.client.hmget(this.context.keys.job(job.id), 'ats', 'atm');
+    const { client, keys } = this.context;
+    if (release.outcome === 'requeued') {
+      // It writes no atm: landed means no pickup since ours and the job out of active.
+      const [ats, position] = await Promise.all([client.hget(keys.job(job.id), 'ats'), client.lpos(keys.active, job.id)]);
+      return ats !== null && Number(ats) === job.attemptsStarted && position === null;
+    }
+    const [ats, atm] = await client.hmget(keys.job(job.id), 'ats', 'atm');
     if (ats === null) return release.mayRemove && release.outcome !== 'retried';
     return Number(ats) === job.attemptsStarted && Number(atm ?? 0) === release.attemptsMade;
   }
+}
+
+/** A DelayedError whose job was not moved by this run: an ordinary failure, saying what was missing. */
+function delayedWithoutMove(job: Job, error: Error): Error {
+  const failure = new Error(`the handler threw DelayedError, but did not move job ${job.id} to delayed first (await job.moveToDelayed(timestamp, token)): ${error.message}`);
+  failure.stack = error.stack;
+  return failure;
+}
+
+/** A WaitingChildrenError whose job was not moved by this run: an ordinary failure, saying what was missing. */
+function waitingWithoutMove(job: Job, error: Error): Error {
+  const failure = new Error(`the handler threw WaitingChildrenError, but did not move job ${job.id} to waiting-children first (await job.moveToWaitingChildren(token) answered false, or was not called): ${error.message}`);
+  failure.stack = error.stack;
+  return failure;
+}
+
+/**
+ * A job of a flow (a child: `parentKey`; a parent: `fch`), with its policy on failure as stored
+ * (`pfp`, whoever added it), read from the raw fields in one pass: a corrupt child still finishes
+ * as a flow job, whose notice its parent needs. Undefined for any other job.
+ */
+function flowLinkOf(fields: ActiveJob['fields']): FlowLink | undefined {
+  const record = Array.isArray(fields) ? undefined : fields;
+  let child = record ? record.parentKey !== undefined : false;
+  let parent = record ? record.fch === '1' : false;
+  let policy = record?.pfp ?? '';
+  let childFailed = record?.cfr;
+  if (Array.isArray(fields)) {
+    for (let i = 0; i < fields.length; i += 2) {
+      const name = fields[i];
+      if (name === 'parentKey') child = true;
+      else if (name === 'fch') parent = fields[i + 1] === '1';
+      else if (name === 'pfp') policy = fields[i + 1];
+      else if (name === 'cfr') childFailed = fields[i + 1];
+    }
+  }
+  return child || parent ? { policy: policy as ParentPolicy, parent, childFailed } : undefined;
+}
+
+/** What the pickup's fields say of a job's place in a flow. */
+interface FlowLink {
+  /** Its policy on failure (a child's pfp; '' for none). */
+  policy: ParentPolicy;
+  /** It has (had) children: fch. */
+  parent: boolean;
+  /** cfr: a child failed with failParentOnFailure while it was not waiting; it fails with this reason. */
+  childFailed?: string;
+}
+
+/** One field of a job hash in either form the scripts and HGETALL give it. */
+function fieldOf(fields: ActiveJob['fields'], name: string): string | undefined {
+  if (!Array.isArray(fields)) return fields[name];
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
 }

@@ -11,7 +11,8 @@ export interface SweeperSettings {
 /**
  * The stalled sweep of one worker: moveStalledJobsToWait-8 every stalledInterval (the script's
  * stalled-check guard keeps it to one sweep per interval across all workers), then the wake-up
- * marker when jobs went back to wait, so a blocked worker takes them at once.
+ * marker when jobs went back to wait, so a blocked worker takes them at once. The repair of job
+ * schedulers runs in the same rhythm (afterSweep).
  */
 export class StalledSweeper {
   private readonly periodic: Periodic;
@@ -23,8 +24,10 @@ export class StalledSweeper {
     private readonly keys: Keys,
     private readonly settings: SweeperSettings,
     private readonly onSwept: (result: SweepResult) => void,
-    /** A sweep that failed (Redis unreachable, a script error); the next one is due an interval later. */
-    onError: (error: Error) => void,
+    /** A sweep (or afterSweep) that failed (Redis unreachable, a script error); the next one is due an interval later. */
+    private readonly onError: (error: Error) => void,
+    /** Runs after each sweep, in its rhythm: the repair of job schedulers (SchedulerChain). */
+    private readonly afterSweep?: () => Promise<unknown>,
   ) {
     // Each try is timed to the moment the stalled-check guard expires (its PTTL, read after the
     // try), whoever set it: sweeps then follow each other every stalledInterval with no drift, so a
@@ -54,6 +57,8 @@ export class StalledSweeper {
   /** One try; answers when the next is due: 1 ms after the guard expires. What it throws goes to onError. */
   private async sweepAndTime(): Promise<number | void> {
     await this.sweep();
+    // Its failure is reported without upsetting the sweep's timing.
+    await this.afterSweep?.().catch((error: unknown) => this.onError(error as Error));
     const guardLeft = await this.client.pttl(this.keys.stalledCheck);
     if (guardLeft > 0) return guardLeft + 1;
     if (guardLeft === -2) return 1; // expired between the two calls: try again at once

@@ -10,6 +10,14 @@ import type { LockManager, WorkerLocks } from '../locks/lock-manager.js';
 import type { ResolvedWorkerOptions } from '../options.js';
 import { StalledSweeper } from './stalled-sweeper.js';
 import { publishWake } from '../wake-channel.js';
+import { SchedulerScripts } from '../../protocol/scheduler-scripts.js';
+import { JobControlScripts } from '../../protocol/job-control-scripts.js';
+import { SchedulerChain } from '../schedulers/scheduler-chain.js';
+import type { WorkerLimits } from './worker-limits.js';
+import { ParentNotices } from '../flows/parent-notices.js';
+import { FlowScripts } from '../../protocol/flow-scripts.js';
+import { FlowRecovery } from '../flows/flow-recovery.js';
+import { registerRunner, unregisterRunner } from '../flows/running-parents.js';
 
 /** What a lane needs from its worker. */
 export interface LaneOwner {
@@ -20,6 +28,8 @@ export interface LaneOwner {
   /** The marker's blocking connection: a plain queue's only lane blocks on it; a partitioned queue's lanes never do. */
   blockingClient?: RedisClient;
   options: ResolvedWorkerOptions;
+  /** The limits every pickup and finish keeps (the queue's, as the heartbeat last read them, and the worker's own). */
+  limits: WorkerLimits;
   lockManager: LockManager;
   processor: ProcessorFunction;
   runnerEvents: RunnerEvents;
@@ -43,6 +53,12 @@ export class WorkerLane {
   readonly sweeper: StalledSweeper;
   readonly finisher: FinishBatcher;
   readonly runner: JobRunner;
+  /** The step after a scheduler's job starts, and the repair of schedulers whose chain a lost job broke. */
+  readonly schedulers: SchedulerChain;
+  /** The notices this lane's finished children owe their parents (docs/flows.md), sent and swept. */
+  readonly notices: ParentNotices;
+  /** Parents of this queue left behind by a dead producer or a dead worker (docs/protocol.md, "Flows: recovery"). */
+  readonly flowRecovery: FlowRecovery;
   /** How many of this lane's jobs the worker runs now. */
   running = 0;
   private readonly client: RedisClient;
@@ -60,13 +76,32 @@ export class WorkerLane {
       workerId: owner.workerId, queue, scripts: this.scripts, client, lockDuration, lockRenewTime, heartbeatLateThreshold,
       allowLapsingRenewTime: lockRenewUnsafe,
     }, first?.locks);
-    const maxActive = partitions > 1 ? options.partitionConcurrency : Infinity;
-    this.fetcher = new Fetcher(this.scripts, client, owner.blockingClient, this.keys, { ...options, maxActive });
-    this.sweeper = new StalledSweeper(this.scripts, client, this.keys, options, (result) => owner.onSwept(this, result), owner.onSweepError);
+    this.fetcher = new Fetcher(this.scripts, client, owner.blockingClient, this.keys, { lockDuration, drainDelay: options.drainDelay, limits: owner.limits });
     const wake = partitions === 1 ? undefined : () => this.wake();
-    const context: JobContext = { queueName: owner.queueName, keys: this.keys, scripts: this.scripts, client, wake, onProgress: owner.onProgress };
-    this.finisher = new FinishBatcher(this.scripts, lockDuration, options.limiter, options.concurrency, owner.running);
-    this.runner = new JobRunner(owner.processor, this.scripts, context, this.locks, lockDuration, this.finisher, owner.runnerEvents);
+    this.schedulers = new SchedulerChain(new SchedulerScripts(client, this.keys, options.maxEvents), client, this.keys, owner.onSweepError, wake);
+    // A notice older than this was left by a worker that died after its finish (a live one delivers it within a round trip).
+    this.notices = new ParentNotices(client, this.keys, options.maxEvents, owner.onSweepError, Math.min(options.stalledInterval, 5000));
+    this.flowRecovery = new FlowRecovery(client, this.keys, options.maxEvents, this.notices, owner.onSweepError);
+    const onSwept = (result: SweepResult) => {
+      // The fixed sweep knows nothing of flows: a child it failed for good is told to its parent here.
+      this.notices.noticeStalledFailures(result.movedToFailed.map(({ jobId }) => jobId));
+      owner.onSwept(this, result);
+    };
+    this.sweeper = new StalledSweeper(this.scripts, client, this.keys, options, onSwept, owner.onSweepError,
+      () => Promise.all([this.schedulers.repair(), this.notices.sweep(), this.flowRecovery.sweep()]));
+    const control = new JobControlScripts(client, this.keys, options.maxEvents);
+    const flows = new FlowScripts(client, this.keys, options.maxEvents);
+    const context: JobContext = { queueName: owner.queueName, keys: this.keys, scripts: this.scripts, control, flows, maxEvents: options.maxEvents, client, wake, onProgress: owner.onProgress };
+    this.finisher = new FinishBatcher(this.scripts, lockDuration, owner.limits, options.concurrency, owner.running);
+    this.runner = new JobRunner(owner.processor, this.scripts, context, this.locks, lockDuration, this.finisher, owner.runnerEvents, this.schedulers,
+      options.backoffStrategy, options.jobTimeout, { notices: this.notices });
+    context.ownRun = (jobId, token) => this.runner.ownRun(jobId, token);
+    registerRunner(this.runner);
+  }
+
+  /** The lane's runner is no longer told of children added to its jobs (the worker closed). */
+  detach(): void {
+    unregisterRunner(this.runner);
   }
 
   /** Tells the workers of a partitioned queue that this partition has work (publishWake). */

@@ -19,6 +19,15 @@ import { evictionPolicyWarning, PARTITIONS_NEED, redisVersionError } from '../re
 import { Sleeper } from '../sleeper.js';
 import { redisSilentFor } from './redis-silence.js';
 import { WorkerLane, type LaneOwner } from './worker-lane.js';
+import { WorkerLimits } from './worker-limits.js';
+import { WorkerPresence } from './worker-presence.js';
+import { MetricsRecorder } from './metrics-recorder.js';
+import { RateLimitError } from './rate-limit-error.js';
+import { assertRateLimitMs, setManualRateLimit } from './manual-rate-limit.js';
+import { assertCancelReason } from '../locks/job-cancelled-error.js';
+import { SandboxPool } from '../sandbox/sandbox-pool.js';
+import { CancelWatch } from './cancel-watch.js';
+import { EchoMQOptionError } from '../../protocol/errors.js';
 
 
 /** The events a Worker emits, with their arguments. */
@@ -72,7 +81,9 @@ type PlainEvent = Exclude<keyof WorkerEvents, 'error'>;
  * Worker: takes jobs from a queue and runs them through a processor, `concurrency` at a time.
  * Its parts: a fetch loop over a JobSource, and a WorkerLane per hash tag of the queue (one for a
  * plain queue, one per partition of a partitioned one), each with its Fetcher, heartbeat (a
- * WorkerLocks of its LockManager), stalled sweep (StalledSweeper) and job runner (JobRunner).
+ * WorkerLocks of its LockManager), stalled sweep (StalledSweeper) and job runner (JobRunner); the
+ * limits its pickups keep (WorkerLimits) and its registry entry (WorkerPresence), both carried by
+ * its heartbeat.
  */
 export class Worker<Data = unknown, Result = unknown> extends EventEmitter<WorkerEvents> {
   readonly id = uuid();
@@ -86,6 +97,12 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private readonly ownsLockManager: boolean;
   private readonly lanes: WorkerLane[] = [];
   private readonly source: JobSource;
+  /** The queue's limits as the heartbeat last read them, and the worker's own (docs/limits.md). */
+  private readonly limits: WorkerLimits;
+  /** Its entry in the worker registry (queue.getWorkers()) and the read of the limits, in each heartbeat tick. */
+  private readonly presence: WorkerPresence;
+  /** With `metrics`: its per-minute counts of finished jobs (queue.getMetrics). */
+  private metrics?: MetricsRecorder;
   /** The source of a partitioned queue's worker (the same object as `source`). */
   private readonly partitionFetcher?: PartitionFetcher;
   private state: WorkerState = 'created';
@@ -107,12 +124,25 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private closeStep = 'nothing';
   private idleEmitted = true;
   private forced = false;
+  /** The threads or child processes that run a processor file (docs/sandbox.md); none for a function. */
+  private readonly sandbox?: SandboxPool;
 
-  constructor(readonly name: string, processor: ProcessorFunction<Data, Result>, opts: WorkerConstructorOptions = {}) {
+  /**
+   * `processor`: a function run in process, or the absolute path or file: URL of a module whose
+   * default export is the handler, run in worker threads (`useWorkerThreads`) or child processes.
+   */
+  constructor(readonly name: string, processor: ProcessorFunction<Data, Result> | string | URL, opts: WorkerConstructorOptions = {}) {
     super();
     assertQueueName(name);
-    if (typeof processor !== 'function') throw new TypeError('Worker: processor must be a function (job, { token, signal }) => result');
+    if (typeof processor === 'function') refuseSandboxOptions(opts);
     this.options = resolveWorkerOptions(opts);
+    if (typeof processor !== 'function') {
+      this.sandbox = SandboxPool.open(processor, opts, {
+        concurrency: this.options.concurrency,
+        report: (error) => this.reportError(error),
+        rateLimit: (ms) => this.rateLimit(ms),
+      });
+    }
     const { partitions } = this.options;
     assertPartitionedName(name, partitions);
     const { client, owned } = connect(opts.connection);
@@ -121,13 +151,20 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (partitions === 1) this.blockingClient = connectBlocking(opts.connection);
     this.lockManager = opts.lockManager ?? new LockManager();
     this.ownsLockManager = opts.lockManager === undefined;
+    this.limits = new WorkerLimits(this.options, () => this.limitsChanged());
     const owner: LaneOwner = {
       workerId: this.id, queueName: name, partitions, client, blockingClient: this.blockingClient, options: this.options,
-      lockManager: this.lockManager, processor: processor as ProcessorFunction,
+      limits: this.limits, lockManager: this.lockManager, processor: this.sandbox?.processor ?? processor as ProcessorFunction,
       runnerEvents: {
         active: (job) => this.emitSafely('active', job),
-        completed: (job, result) => this.emitSafely('completed', job, result),
-        failed: (job, error, willRetry) => this.emitSafely('failed', job, error, willRetry),
+        completed: (job, result) => {
+          this.metrics?.count('completed');
+          this.emitSafely('completed', job, result);
+        },
+        failed: (job, error, willRetry) => {
+          if (!willRetry) this.metrics?.count('failed');
+          this.emitSafely('failed', job, error, willRetry);
+        },
         lockLost: (job, error) => this.emitSafely('lockLost', job, error),
         error: (error) => this.reportError(error),
       },
@@ -136,6 +173,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         this.lockManager.reportStalled(lane.keys.queueName, this.id, result);
         // Back in wait: work for any worker. To failed: room in a partition full under partitionConcurrency.
         if (result.movedToWait.length > 0 || result.movedToFailed.length > 0) this.partitionFetcher?.announce(lane);
+        // To failed under a queue-wide concurrency: a slot freed that no marker announced (the sweep sets one for wait only).
+        if (result.movedToFailed.length > 0 && Number.isFinite(this.limits.globalConcurrency)) void client.zadd(lane.keys.marker, 0, '0').catch(() => undefined);
         for (const { jobId } of result.movedToWait) this.emitSafely('stalled', jobId, 'wait');
         for (const { jobId } of result.movedToFailed) this.emitSafely('stalled', jobId, 'failed');
       },
@@ -147,6 +186,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     } catch (error) {
       // Refused (a closed LockManager): nothing opened above may outlive the throw.
       void Promise.all(this.lanes.map((lane) => lane.locks.close()));
+      for (const lane of this.lanes) lane.detach();
       if (owned) dropClient(client);
       if (this.blockingClient) dropClient(this.blockingClient);
       throw error;
@@ -159,6 +199,14 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       this.source = fetcher;
       this.waker = new PartitionWaker(opts.connection, this.lanes.map((lane) => lane.keys.wake), (i) => fetcher.wake(i), () => fetcher.wakeAll());
     }
+    if (this.options.metrics) {
+      this.metrics = new MetricsRecorder(client, this.lanes[0].keys, this.options.metrics.maxDataPoints, (error) => this.reportError(error));
+    }
+    const { concurrency, lockRenewTime } = this.options;
+    // queue.cancelJob from any process: the heartbeat's read of the `cancels` counter tells it.
+    const cancels = new CancelWatch(this.lanes.map((lane) => lane.locks), (error) => this.reportError(error));
+    this.presence = new WorkerPresence(client, this.lanes[0].keys, { id: this.id, name: this.options.name, concurrency, lockRenewTime }, () => this.running, this.limits,
+      (count) => cancels.read(count));
     if (this.options.autorun) void this.run();
   }
 
@@ -225,6 +273,41 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     while (this.state === 'paused' && !this.forced && (this.running > 0 || this.fetching)) await this.sleeper.sleep(Infinity);
   }
 
+  /**
+   * A manual rate limit (BullMQ's worker.rateLimit), for when the work a handler calls answers "too
+   * many requests": no worker of the queue takes a job for `expireTimeMs`. This worker stops at
+   * once; a worker with a rate limit (its `limiter`, or the queue's setGlobalRateLimit) at its next
+   * pickup; any other at its next heartbeat tick (within lockRenewTime). Throw RateLimitError from
+   * the handler afterwards to give its job back without using an attempt. docs/limits.md.
+   */
+  async rateLimit(expireTimeMs: number): Promise<void> {
+    assertRateLimitMs(expireTimeMs);
+    this.limits.limitFor(expireTimeMs);
+    await setManualRateLimit(this.client, this.partitionKeys, expireTimeMs);
+  }
+
+  /** BullMQ's `throw Worker.RateLimitError()`: the same as `throw new RateLimitError()`. */
+  static RateLimitError(): RateLimitError {
+    return new RateLimitError();
+  }
+
+  /**
+   * Cancels a job this worker runs (BullMQ's name): its signal aborts with a JobCancelledError and
+   * the job fails at once with that reason, not retried (the handler is not waited for; what it
+   * returns later is refused). True if this worker was running it; false otherwise (another
+   * worker's job: use queue.cancelJob, which reaches every process).
+   */
+  cancelJob(jobId: string, reason?: string): boolean {
+    assertCancelReason(reason);
+    return this.lanes.some((lane) => lane.locks.cancel(jobId, reason, 'worker'));
+  }
+
+  /** Cancels every job this worker runs now, as cancelJob does each (BullMQ's name). */
+  cancelAllJobs(reason?: string): void {
+    assertCancelReason(reason);
+    for (const lane of this.lanes) for (const jobId of lane.locks.jobIds) lane.locks.cancel(jobId, reason, 'worker');
+  }
+
   /** Ends a pause(): the worker takes jobs again at once. Does nothing unless it is paused. */
   resume(): void {
     if (this.state !== 'paused') return;
@@ -281,12 +364,23 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (started) await this.loop;
     this.closeStep = 'its running jobs to end';
     while (!this.forced && this.running > 0) await this.sleeper.sleep(Infinity);
+    this.closeStep = 'its sandboxes to exit';
+    await this.sandbox?.close(this.forced);
     this.closeStep = 'the stalled sweep to stop';
     await Promise.all(this.lanes.map((lane) => lane.sweeper.stop()));
+    // Left undelivered they would wait for a sweep (docs/flows.md): their parents hear now.
+    this.closeStep = 'the notices of finished children to reach their parents';
+    if (!this.forced) await Promise.all(this.lanes.map((lane) => lane.notices.drain()));
     this.closeStep = 'the heartbeat to stop (a renewal in flight)';
     await Promise.all(this.lanes.map((lane) => lane.locks.close()));
     if (this.ownsLockManager) await this.lockManager.close();
+    // After the heartbeat stopped, so no tick in flight writes the entry back.
+    this.closeStep = 'its registry entry to go';
+    await this.presence.leave().catch((error: Error) => this.reportError(error));
+    this.closeStep = 'its last metrics to be sent';
+    await this.metrics?.close();
     this.closeStep = 'its connection to close';
+    for (const lane of this.lanes) lane.detach();
     if (this.ownsClient) await closeClient(this.client);
     this.dropOwnConnections();
   }
@@ -305,6 +399,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   /** Aborts every running job's signal; the waits that wait for those jobs end now. */
   private giveUpJobs(reason: Error): void {
     for (const lane of this.lanes) lane.locks.abortAll(reason);
+    void this.sandbox?.close(true); // after the aborts: their jobs reject with the signal's reason
     this.sleeper.wake();
   }
 
@@ -319,6 +414,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.giveUpJobs(error);
     for (const lane of this.lanes) {
       lane.locks.abandon();
+      lane.detach();
       void lane.sweeper.stop();
     }
     if (this.ownsLockManager) void this.lockManager.close();
@@ -360,6 +456,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     while (this.isRunning()) {
       if (this.state === 'paused' || this.running >= this.options.concurrency) {
         await this.sleeper.sleep(Infinity); // until resumed, a slot is freed, or the worker closes
+        continue;
+      }
+      const limitedFor = this.limits.blockedFor();
+      if (limitedFor > 0) {
+        await this.sleeper.sleep(limitedFor); // a manual rate limit: until it lifts, it changes, or the worker closes
         continue;
       }
       try {
@@ -412,6 +513,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       void this.close();
       return false;
     }
+    if (!(await this.startPresence())) return false;
     for (let failures = 0; this.waker && this.isRunning(); failures++) {
       try {
         await this.waker.start();
@@ -423,6 +525,33 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       }
     }
     return this.isRunning();
+  }
+
+  /**
+   * Before the first pickup: the worker's registry entry written and the queue's limits read (a
+   * worker must not take jobs blind to a queue-wide bound), tried again with the backoff until it
+   * lands; from then on every heartbeat tick carries both.
+   */
+  private async startPresence(): Promise<boolean> {
+    for (let failures = 0; this.isRunning(); failures++) {
+      try {
+        await this.presence.start();
+        this.lanes[0].locks.carry(this.presence);
+        return true;
+      } catch (error) {
+        if (!this.isRunning()) return false;
+        this.reportError(error as Error);
+        await this.backOff(failures);
+      }
+    }
+    return false;
+  }
+
+  /** A limit changed (read by a tick): waits begun under the old value end, and the fetch loop looks again. */
+  private limitsChanged(): void {
+    this.partitionFetcher?.wakeAll();
+    this.source.stopWaiting();
+    this.sleeper.wake();
   }
 
   /** After the n-th failure in a row: 100 ms doubling up to 5 s, cut short by close(). */
@@ -437,7 +566,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     lane.running++;
     void (async () => {
       let current: ActiveJob | undefined = first;
-      const fetchNext = () => this.state === 'running' && this.source.mayChain(lane);
+      // Not while a manual rate limit holds (a worker without a `limiter` passes no max to check).
+      const fetchNext = () => this.state === 'running' && this.limits.blockedFor() === 0 && this.source.mayChain(lane);
       try {
         while (current && !this.forced) current = await lane.runner.run(current, fetchNext);
       } catch (error) {
@@ -475,4 +605,21 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private reportError(error: Error): void {
     reportOnErrorChannel(this as EventEmitter, `worker for queue ${this.name}`, error);
   }
+}
+
+/**
+ * The sandbox options with a function: they would be ignored without a word (the function runs in
+ * process), so they are refused, naming the field. Nest passes them only for a @Processor's sandbox.
+ */
+function refuseSandboxOptions(opts: WorkerConstructorOptions): void {
+  for (const field of ['useWorkerThreads', 'sandboxGracePeriod'] as const) {
+    if (opts[field] !== undefined) {
+      throw new EchoMQOptionError(field, 'applies to a processor file run in sandboxes (its path or URL in place of the function); this worker runs a function, in process: remove it, or give the file');
+    }
+  }
+}
+
+/** A worker's sandboxes, when its processor is a file (internal: for tests and tools). */
+export function sandboxPoolOf(worker: Worker): SandboxPool | undefined {
+  return worker['sandbox'];
 }

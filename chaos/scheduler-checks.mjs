@@ -1,0 +1,126 @@
+// The checks of the job scheduler scenario, on top of the common ones (checks.mjs, with one job id
+// per slot from the first to the last): one scheduler from the simultaneous upserts, one completed
+// job per slot and no other, no slot skipped, handlers run again only after a kill of their worker,
+// and the chain running until the scheduler was removed.
+import { violations } from './checks.mjs';
+
+const slotOf = (jobId) => Number(/^repeat:[^:]+:(\d+)$/.exec(jobId)?.[1] ?? NaN);
+
+/**
+ * `ids` are the slots' job ids from `firstSlot` to `lastSlot`; `finishedIds` every id in completed
+ * or failed; `events` the queue's event stream; `upserts` the app instances' ledger records;
+ * `faults` the kills, each with its slot and offset; `harnessStalls` the gaps in the harness's own
+ * event loop ({ at, ms }), to tell a slot missed for want of CPU from one lost to a kill.
+ */
+export function checkSchedulerRuns({
+  ids, every, firstSlot, lastSlot, removedAt, removed, records, faults, finishedIds, events,
+  schedulersBeforeRemoval, schedulersAfter, harnessStalls, upserts, firstUpsert, plannedUpserts, workers,
+}) {
+  const planned = new Set(ids);
+  const starts = records.filter((r) => r.type === 'start');
+  const kills = faults.filter((f) => f.kind === 'kill -9');
+
+  // Jobs that are no slot's from first to last: another scheduler's, an unaligned slot, one before the first.
+  const stray = finishedIds.filter((id) => !planned.has(id));
+
+  // Skipped: removed in the step because a later slot's job was due. No slot may be, here: the
+  // killed processes leave others running, and each slot's job is taken on time.
+  const skipped = events.filter((e) => e.event === 'removed' && e.reason === 'superseded').map((e) => {
+    const slot = slotOf(e.jobId);
+    const nearest = kills.reduce((best, k) => (!best || Math.abs(k.at - slot) < Math.abs(best.at - slot) ? k : best), undefined);
+    return {
+      slot: (slot - firstSlot) / every, removedMsAfterSlot: e.at - slot,
+      nearestKill: nearest && { worker: nearest.worker, msAfterSlot: nearest.at - slot },
+      runs: starts.filter((r) => r.id === e.jobId).length,
+      // The machine stalls from the slot before to the skip: the job waited for a worker that did not run.
+      harnessStalls: harnessStalls.filter((st) => st.at + st.ms >= slot - every && st.at <= e.at).map((st) => ({ msAfterSlot: st.at - slot, ms: st.ms })),
+    };
+  });
+  const replaced = events.filter((e) => e.event === 'removed' && e.reason === 'replaced by upsertJobScheduler').length;
+
+  // Handlers that ran again for one slot: each rerun after a kill of the process of the run before.
+  let reruns = 0;
+  const untracedReruns = [];
+  for (const id of ids) {
+    const runs = starts.filter((r) => r.id === id);
+    for (let i = 1; i < runs.length; i++) {
+      reruns++;
+      const traced = kills.some((k) => k.worker === runs[i - 1].w && k.at >= runs[i - 1].t && k.at <= runs[i].t);
+      if (!traced) untracedReruns.push(`slot ${(slotOf(id) - firstSlot) / every} (${runs[i - 1].w} at ${runs[i - 1].t}, then ${runs[i].w} at ${runs[i].t})`);
+    }
+  }
+
+  // Pickups lost before the handler started (between the pickup and the step, or just after it):
+  // the slot's first start came from a later pickup. The slot after such a kill fires on time.
+  const takenBeforeKill = ids.filter((id) => starts.some((r) => r.id === id) && !starts.some((r) => r.id === id && r.ats === 1)).length;
+
+  // When each slot's handler first started, from its slot: information, not a check. The slots
+  // that started a slot or more late, with the kills from their slot to then.
+  const firstStarts = ids.map((id) => starts.find((r) => r.id === id)).filter(Boolean);
+  const lateness = firstStarts.map((r) => r.t - slotOf(r.id)).sort((a, b) => a - b);
+  const lateSlots = firstStarts.filter((r) => r.t - slotOf(r.id) >= every).map((r) => ({
+    slot: (slotOf(r.id) - firstSlot) / every, lateMs: r.t - slotOf(r.id), ats: r.ats,
+    kills: kills.filter((k) => k.at >= slotOf(r.id) - 20 && k.at <= r.t).map((k) => `${k.worker}@${k.at - slotOf(r.id)}`),
+  }));
+  const firstRound = upserts.filter((u) => u.type === 'upsert' && u.at === firstUpsert);
+
+  return {
+    slots: ids.length,
+    every,
+    workerCount: workers,
+    firstSlotMs: firstSlot,
+    stray,
+    skippedSlots: skipped,
+    replaced,
+    reruns,
+    untracedReruns,
+    takenBeforeKill,
+    killsBeforeSlot: kills.filter((k) => k.offsetMs < 0).length,
+    killsAfterSlot: kills.filter((k) => k.offsetMs >= 0).length,
+    lateSlots,
+    harnessStalls: harnessStalls.map((st) => ({ slot: Number(((st.at - firstSlot) / every).toFixed(1)), ms: st.ms })),
+    startLatenessMs: lateness.length ? { p50: lateness[Math.floor(lateness.length / 2)], max: lateness.at(-1) } : null,
+    schedulersBeforeRemoval: schedulersBeforeRemoval.map((s) => s.key),
+    schedulersAfter,
+    removed,
+    // The last slot run against the removal: the chain must have gone on until then.
+    lastSlotBeforeRemovalMs: removedAt - lastSlot,
+    upsertsSimultaneous: firstRound.length,
+    firstRoundAnswers: [...new Set(firstRound.map((u) => u.job))],
+    upsertsDone: upserts.filter((u) => u.type === 'upsert').length,
+    upsertsPlanned: plannedUpserts,
+    appCrashes: upserts.filter((u) => u.type === 'crash').map((u) => u.error),
+  };
+}
+
+/** The verdict of the scheduler scenario's row: the common checks, then its own. */
+export function schedulerViolations(row) {
+  const problems = violations(row);
+  if (row.stray.length) problems.push(`jobs of no slot from the first to the last finished: ${row.stray.join(', ')}`);
+  if (row.skippedSlots.length) problems.push(`${row.skippedSlots.length} slots skipped (superseded): ${JSON.stringify(row.skippedSlots)}`);
+  if (row.replaced) problems.push(`${row.replaced} jobs removed by a replacing upsert: the same arguments must change nothing`);
+  if (row.untracedReruns.length) problems.push(`handlers ran again with no kill of the earlier run's process: ${row.untracedReruns.join('; ')}`);
+  if (row.schedulersBeforeRemoval.length !== 1) problems.push(`${row.schedulersBeforeRemoval.length} schedulers before the removal (${row.schedulersBeforeRemoval.join(', ')}), not 1`);
+  if (!row.removed || row.schedulersAfter !== 0) problems.push(`the removal left ${row.schedulersAfter} schedulers (removeJobScheduler answered ${row.removed})`);
+  // The job of the slot just before the removal may still have been waiting for its pickup (and removed with the scheduler).
+  if (row.lastSlotBeforeRemovalMs > 2 * row.every) problems.push(`the last slot run was ${row.lastSlotBeforeRemovalMs} ms before the removal: the chain stopped`);
+  if (row.upsertsSimultaneous < 2) problems.push(`only ${row.upsertsSimultaneous} upserts at the shared moment`);
+  if (row.upsertsDone !== row.upsertsPlanned || row.appCrashes.length) problems.push(`${row.upsertsDone} of ${row.upsertsPlanned} upserts done; app errors: ${row.appCrashes.join('; ')}`);
+  return problems;
+}
+
+/** The figures of the scheduler row that the table has no column for. */
+export function formatScheduler(row) {
+  const late = row.startLatenessMs ? `${row.startLatenessMs.p50} ms median, ${row.startLatenessMs.max} ms max` : '-';
+  return [
+    `  ${row.slots} slots every ${row.every} ms on ${row.workerCount} workers (lockDuration ${row.timing.lockDuration} ms, ` +
+      `lockRenewTime ${row.timing.lockRenewTime} ms, stalledInterval ${row.timing.stalledInterval} ms): ${row.completed} completed, ${row.lost} missing, ${row.skippedSlots.length} skipped, ` +
+      `${row.stray.length} stray; ${row.faults} kills (${row.killsBeforeSlot} before a slot, ${row.killsAfterSlot} after; ${row.killsForgone} forgone with only 2 processes ready), ` +
+      `${row.takenBeforeKill} slots whose first pickup died before its handler, ${row.reruns} handlers run again (untraced ${row.untracedReruns.length})`,
+    `  ${row.upsertsDone} upserts (${row.upsertsSimultaneous} at one moment, answered ${row.firstRoundAnswers.join(' / ')}), ` +
+      `${row.schedulersBeforeRemoval.length} scheduler, ${row.replaced} jobs replaced; Redis stalls ≥ 50 ms: ${JSON.stringify(row.redisStalls)}; ` +
+      `harness stalls ≥ 100 ms: ${row.harnessStalls.map((s) => `${s.ms} ms at slot ${s.slot}`).join(', ') || 'none'}; ` +
+      `handler start after its slot: ${late}; ` +
+      `started a slot or more late: ${row.lateSlots.map((s) => `slot ${s.slot} +${s.lateMs} ms (ats ${s.ats}, kills ${s.kills.join(' ') || 'none'})`).join(', ') || 'none'}`,
+  ].join('\n');
+}

@@ -1,0 +1,113 @@
+import { isErrorCode } from './codes.js';
+import { EchoMQError } from './errors.js';
+import type { Keys } from './keys.js';
+import { Script, type RedisClient, type ScriptArg } from './script.js';
+import { SCRIPTS } from './scripts.js';
+
+/**
+ * What cancelJob-9 did: 'failed' (a job still to run failed at once), 'marked' (a worker holds it,
+ * or its worker died: marked for the worker, or for the pickup after the stalled sweep), 'finished'
+ * (completed or failed already: nothing written), 'missing' (no such job), 'stateless' (a hash in
+ * no state: nothing written).
+ */
+export type CancelOutcome = 'failed' | 'marked' | 'finished' | 'missing' | 'stateless';
+
+const CANCEL_OUTCOMES: Record<number, CancelOutcome> = { 1: 'failed', 2: 'marked', 0: 'finished', [-1]: 'missing', [-3]: 'stateless' };
+
+/** Most ids one retryJobs-8 or promoteJobs-8 call takes: the budget that keeps a call short. */
+export const MAX_MOVE_BATCH = 10_000;
+
+/**
+ * The typed bindings of a queue's job control scripts (docs/job-control.md): one job's data,
+ * delay, priority, promotion and a handler's move to delayed, and the batches of retryJobs and
+ * promoteJobs. Like Scripts, it builds each KEYS array in one place, turns a negative code into
+ * an EchoMQError, and sends no other command.
+ */
+export class JobControlScripts {
+  constructor(
+    private readonly client: RedisClient,
+    private readonly keys: Keys,
+    private readonly maxEvents: number,
+  ) {}
+
+  /** Replaces the job's data (JSON). */
+  async updateData(jobId: string, data: string): Promise<void> {
+    const reply = await this.run(SCRIPTS.updateData, [this.keys.job(jobId)], [data]);
+    this.throwIfCode(reply, jobId, SCRIPTS.updateData);
+  }
+
+  /** A delayed job becomes due `delay` ms after `now`. */
+  async changeDelay(jobId: string, delay: number, now: number): Promise<void> {
+    const k = this.keys;
+    const reply = await this.run(SCRIPTS.changeDelay, [k.delayed, k.marker, k.events, k.job(jobId)], [jobId, now, delay, this.maxEvents]);
+    this.throwIfCode(reply, jobId, SCRIPTS.changeDelay, 'it is not delayed');
+  }
+
+  /** Stores the job's priority; a job in wait, paused or prioritized is placed again by it. */
+  async changePriority(jobId: string, priority: number, lifo: boolean): Promise<void> {
+    const k = this.keys;
+    const reply = await this.run(SCRIPTS.changePriority,
+      [k.wait, k.paused, k.meta, k.prioritized, k.pc, k.marker, k.delayed, k.job(jobId)], [jobId, priority, lifo ? '1' : '0']);
+    this.throwIfCode(reply, jobId, SCRIPTS.changePriority);
+  }
+
+  /** A delayed job becomes ready now. */
+  async promote(jobId: string): Promise<void> {
+    const k = this.keys;
+    const reply = await this.run(SCRIPTS.promote,
+      [k.delayed, ...this.readyKeys(), k.events, k.job(jobId)], [jobId, this.maxEvents]);
+    this.throwIfCode(reply, jobId, SCRIPTS.promote, 'it is not delayed');
+  }
+
+  /**
+   * An active job held under `token` goes to delayed until `dueAt` (now when earlier) and its lock
+   * is released; its attempt is not counted. Throws EchoMQError -1, -2, -6 or -3 (not active).
+   */
+  async moveToDelayed(jobId: string, token: string, dueAt: number, now: number): Promise<void> {
+    const k = this.keys;
+    const reply = await this.run(SCRIPTS.moveToDelayed,
+      [k.active, k.delayed, k.stalled, k.marker, k.events, k.job(jobId), k.lock(jobId)], [jobId, token, now, dueAt, this.maxEvents]);
+    this.throwIfCode(reply, jobId, SCRIPTS.moveToDelayed, 'it is not active');
+  }
+
+  /** One batch of retryJobs: up to `count` jobs of `state` finished at or before `cutoff` back to ready; returns how many ids it took. */
+  async retryJobs(state: 'failed' | 'completed', count: number, cutoff: number): Promise<number> {
+    const k = this.keys;
+    return (await this.run(SCRIPTS.retryJobs, [k.state(state), ...this.readyKeys(), k.events],
+      [k.base, count, cutoff, this.maxEvents])) as number;
+  }
+
+  /** One batch of promoteJobs: up to `count` delayed jobs, the first due first, to ready; returns how many ids it took. */
+  async promoteJobs(count: number): Promise<number> {
+    const k = this.keys;
+    return (await this.run(SCRIPTS.promoteJobs, [k.delayed, ...this.readyKeys(), k.events], [k.base, count, this.maxEvents])) as number;
+  }
+
+  /**
+   * queue.cancelJob in the job's slot (cancelJob-9): a job still to run fails at once, kept or
+   * removed by [keepCount, keepAgeMs] (its removeOnFail); a job in active is marked for its worker.
+   */
+  async cancelJob(jobId: string, reason: string, now: number, keepCount: number, keepAgeMs: number): Promise<CancelOutcome> {
+    const k = this.keys;
+    const reply = await this.run(SCRIPTS.cancelJob,
+      [k.wait, k.paused, k.active, k.prioritized, k.delayed, k.failed, k.meta, k.events, k.job(jobId)],
+      [jobId, reason, now, keepCount, keepAgeMs, this.maxEvents, k.base]);
+    const outcome = CANCEL_OUTCOMES[reply as number];
+    if (!outcome) throw new Error(`EchoMQ: ${SCRIPTS.cancelJob.fileName} answered ${String(reply)} for job ${jobId}`);
+    return outcome;
+  }
+
+  /** Where a script that makes jobs ready puts them, in the order pushReady takes its keys. */
+  private readyKeys(): string[] {
+    const k = this.keys;
+    return [k.wait, k.paused, k.meta, k.prioritized, k.pc, k.marker];
+  }
+
+  private run(script: Script, keys: string[], args: ScriptArg[]): Promise<unknown> {
+    return script.run(this.client, keys, args);
+  }
+
+  private throwIfCode(reply: unknown, jobId: string, script: Script, notInState?: string): void {
+    if (isErrorCode(reply)) throw new EchoMQError(reply, jobId, script.fileName, reply === -3 ? notInState : undefined);
+  }
+}

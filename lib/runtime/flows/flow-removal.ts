@@ -1,0 +1,75 @@
+import { EchoMQOptionError } from '../../protocol/errors.js';
+import { FlowScripts } from '../../protocol/flow-scripts.js';
+import type { Keys } from '../../protocol/keys.js';
+import { describe } from '../../protocol/names.js';
+import type { RedisClient } from '../../protocol/script.js';
+import { Scripts } from '../../protocol/scripts.js';
+import { DEFAULTS } from '../options.js';
+import type { JobContext } from '../queue/job.js';
+import { parseJobKey, parseNotice } from './parent-notices.js';
+
+/** What job.remove and queue.remove take (BullMQ's shape). */
+export interface RemoveOptions {
+  /** Remove a parent's unsettled children too (in their queues). Default true. */
+  removeChildren?: boolean;
+}
+
+/** Children removed at once: one removeJob-14 call each, this many in flight. */
+const CHILD_BATCH = 100;
+
+/**
+ * Removes a job of any queue with its flow keys (removeJob-14), then does what the job's flow asks
+ * in other slots, where no script of this queue can reach (docs/flows.md, "Removing jobs of a flow"):
+ * - a child's parent drops it: the notice the removal left (or the child's completion notice not
+ *   delivered yet) is settled in the parent's queue, then deleted. If this process dies first,
+ *   the sweep of the child queue's workers delivers it.
+ * - a parent's unsettled children are removed after it, level by level, in bounded batches; a
+ *   child a worker holds is left to finish, and its settle then finds no parent (-1).
+ */
+export async function removeJobOfFlow(context: JobContext, jobId: string, opts: RemoveOptions): Promise<'removed' | 'locked' | 'missing'> {
+  if (typeof opts !== 'object' || opts === null) throw new EchoMQOptionError('remove', `takes { removeChildren? }, got ${describe(opts)}`);
+  if (opts.removeChildren !== undefined && typeof opts.removeChildren !== 'boolean') {
+    throw new EchoMQOptionError('removeChildren', `must be true or false, got ${describe(opts.removeChildren)}`);
+  }
+  const removeChildren = opts.removeChildren !== false;
+  const maxEvents = context.maxEvents ?? DEFAULTS.maxEvents;
+  const removed = await context.scripts.removeJob(jobId, { children: removeChildren, notifyParent: true });
+  if (removed.outcome !== 'removed') return removed.outcome;
+  if (removed.notice !== undefined) await tellParent(context.client, context.keys, jobId, removed.notice, maxEvents);
+  if (removed.children.length > 0) await removeDescendants(context.client, removed.children, maxEvents);
+  return 'removed';
+}
+
+/** Settles a removed child's notice in its parent's queue, then deletes it from the child's. */
+async function tellParent(client: RedisClient, keys: Keys, childId: string, json: string, maxEvents: number): Promise<void> {
+  const notice = parseNotice(childId, json);
+  const parent = parseJobKey(notice.parentKey);
+  if (parent) {
+    await new FlowScripts(client, parent.keys, maxEvents).settleChildren(
+      [{ parentId: parent.id, childKey: keys.job(childId), outcome: notice.outcome, value: notice.value, policy: notice.policy }], Date.now());
+  }
+  await new FlowScripts(client, keys, maxEvents).ackNotices([notice]);
+}
+
+/** Removes children (and theirs) whose parent was removed: no notices, their parent is gone. */
+async function removeDescendants(client: RedisClient, childKeys: string[], maxEvents: number): Promise<void> {
+  const scripts = new Map<string, Scripts>();
+  const scriptsOf = (keys: Keys): Scripts => {
+    let found = scripts.get(keys.base);
+    if (!found) scripts.set(keys.base, (found = new Scripts(client, keys, maxEvents)));
+    return found;
+  };
+  for (let level = childKeys; level.length > 0;) {
+    const next: string[] = [];
+    for (let i = 0; i < level.length; i += CHILD_BATCH) {
+      const replies = await Promise.all(level.slice(i, i + CHILD_BATCH).map(async (childKey) => {
+        const child = parseJobKey(childKey);
+        if (!child) return [];
+        const { children } = await scriptsOf(child.keys).removeJob(child.id, { children: true, notifyParent: false });
+        return children;
+      }));
+      for (const children of replies) next.push(...children);
+    }
+    level = next;
+  }
+}

@@ -1,0 +1,75 @@
+import { statSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { EchoMQOptionError } from '../../protocol/errors.js';
+import { describe } from '../../protocol/names.js';
+import { MAX_TIMER_MS } from '../sleeper.js';
+
+/** How long a sandbox may go on after its job's signal aborted, by default, before it is killed. */
+export const DEFAULT_SANDBOX_GRACE_MS = 5000;
+
+/** What a pool of sandboxes needs, checked. */
+export interface SandboxSpec {
+  /** The processor file, as a file: URL string (what the host imports). */
+  fileUrl: string;
+  /** Worker threads (true) or child processes (false). */
+  threads: boolean;
+  /** ms a sandbox may go on after its job's signal aborted before it is killed. */
+  graceMs: number;
+}
+
+/** The sandbox options of a Worker (part of WorkerOptions). */
+export interface SandboxOptionsInput {
+  useWorkerThreads?: boolean;
+  sandboxGracePeriod?: number;
+}
+
+/**
+ * Checks a processor file and the sandbox options, before anything is opened or sent: a path
+ * (absolute) or a file: URL (string or URL) of a file that exists. EchoMQOptionError names
+ * `processorFile`, `useWorkerThreads` or `sandboxGracePeriod`.
+ */
+export function sandboxSpec(processorFile: unknown, opts: SandboxOptionsInput): SandboxSpec {
+  const path = processorPath(processorFile);
+  let isFile: boolean;
+  try {
+    isFile = statSync(path).isFile();
+  } catch (error) {
+    throw new EchoMQOptionError('processorFile', `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  if (!isFile) throw new EchoMQOptionError('processorFile', `${path} is not a file`);
+  const threads = opts.useWorkerThreads ?? false;
+  if (typeof threads !== 'boolean') throw new EchoMQOptionError('useWorkerThreads', `must be true (worker threads) or false (child processes), got ${describe(threads)}`);
+  return { fileUrl: pathToFileURL(path).href, threads, graceMs: graceOf(opts.sandboxGracePeriod) };
+}
+
+/** The file's absolute path, from a path or a file: URL. */
+function processorPath(file: unknown): string {
+  const expected = 'must be a function (run in process), or the absolute path or file: URL of a module whose default export is the handler';
+  let url: URL | undefined;
+  if (file instanceof URL) url = file;
+  else if (typeof file === 'object' && file !== null && typeof (file as URL).href === 'string' && typeof (file as URL).protocol === 'string') url = new URL((file as URL).href); // a URL of another realm
+  else if (typeof file === 'string' && file.startsWith('file:')) {
+    try {
+      url = new URL(file);
+    } catch {
+      throw new EchoMQOptionError('processorFile', `${describe(file)} is not a valid file: URL`);
+    }
+  } else if (typeof file !== 'string' || file === '') throw new EchoMQOptionError('processorFile', `${expected}, got ${describe(file)}`);
+  if (url) {
+    if (url.protocol !== 'file:') throw new EchoMQOptionError('processorFile', `${expected}; ${url.protocol} URLs are not files`);
+    return fileURLToPath(url);
+  }
+  if (!isAbsolute(file as string)) {
+    throw new EchoMQOptionError('processorFile', `${describe(file)} is relative; give an absolute path (path.resolve) or a URL (new URL('./file.mjs', import.meta.url)), so it does not depend on the working directory`);
+  }
+  return file as string;
+}
+
+function graceOf(value: unknown): number {
+  if (value === undefined) return DEFAULT_SANDBOX_GRACE_MS;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_TIMER_MS) {
+    throw new EchoMQOptionError('sandboxGracePeriod', `must be a whole number of ms from 0 to ${MAX_TIMER_MS}, got ${describe(value)}`);
+  }
+  return value;
+}

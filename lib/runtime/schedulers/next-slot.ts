@@ -1,0 +1,58 @@
+import { Cron } from 'croner';
+import type { SlotPair } from '../../protocol/scheduler-scripts.js';
+import type { Schedule } from './repeat-options.js';
+
+/**
+ * The slots of a schedule, in ms. Every instance computes the same slots from the same schedule:
+ * `every` slots are startDate + k * every (the epoch when there is no startDate); cron slots are
+ * croner's, in the schedule's time zone, which follows the OCPS rules at DST changes: a time
+ * skipped by a spring-forward runs once at the first valid time after it, a time that repeats at a
+ * fall-back runs once (at its first occurrence).
+ */
+
+/** The first slot strictly after `after`, within startDate and endDate; undefined when none is left. */
+export function slotAfter(schedule: Schedule, after: number): number | undefined {
+  const from = schedule.startDate !== undefined ? Math.max(after, schedule.startDate - 1) : after;
+  let slot: number | undefined;
+  if (schedule.every !== undefined) {
+    const base = schedule.startDate ?? 0;
+    slot = from < base ? base : base + (Math.floor((from - base) / schedule.every) + 1) * schedule.every;
+  } else {
+    const next = cronOf(schedule).nextRun(new Date(from));
+    slot = next ? next.getTime() : undefined;
+  }
+  if (slot === undefined || (schedule.endDate !== undefined && slot > schedule.endDate)) return undefined;
+  return slot;
+}
+
+/** The first two slots strictly after `after`; undefined when none is left. */
+export function slotsAfter(schedule: Schedule, after: number): SlotPair | undefined {
+  const first = slotAfter(schedule, after);
+  return first === undefined ? undefined : { first, second: slotAfter(schedule, first) };
+}
+
+/**
+ * The slots a new scheduler starts with: the first slot at or after now, and the one after; with
+ * `immediately`, now and the first aligned slot a whole period later (not one a few ms away).
+ */
+export function firstSlots(schedule: Schedule, now: number): SlotPair | undefined {
+  if (schedule.immediately && schedule.every !== undefined && (schedule.startDate === undefined || schedule.startDate <= now)) {
+    return { first: now, second: slotAfter(schedule, now + schedule.every - 1) };
+  }
+  const first = slotAfter(schedule, now - 1);
+  return first === undefined ? undefined : { first, second: slotAfter(schedule, first) };
+}
+
+/** Croner instances are kept per pattern and zone: a worker computes the slot after each scheduled job. */
+const crons = new Map<string, Cron>();
+
+function cronOf(schedule: Schedule): Cron {
+  const key = `${schedule.tz ?? 'UTC'} ${schedule.pattern}`;
+  let cron = crons.get(key);
+  if (!cron) {
+    if (crons.size >= 1000) crons.clear();
+    cron = new Cron(schedule.pattern as string, { paused: true, timezone: schedule.tz ?? 'UTC' });
+    crons.set(key, cron);
+  }
+  return cron;
+}

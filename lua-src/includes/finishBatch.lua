@@ -1,0 +1,97 @@
+-- @include emitEvent
+-- @include deferred
+-- @include finishJob
+-- @include promoteDelayed
+-- @include pickup
+-- finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive): the body of finishJobs-13 and
+-- finishJobsBounded-13. ARGV[1..6] are finishJobs-13's (prefix, now, events max length,
+-- lockDuration, rate-limit max and window); the nine fields of each job begin at ARGV[firstJobArg].
+-- Finishes every job (each with its own lock check), then takes the next job for each finish that
+-- asked for one (fetch-next).
+-- maxActive (nil: no bound) is a queue-wide concurrency (Queue.setGlobalConcurrency): the
+-- fetch-nexts take at most as many jobs as active has room for once this call's finishes left it,
+-- so the bound holds even after it was lowered. Then, when active still has room and ready work is
+-- left behind (and the queue is neither paused nor rate limited), it sets the ready marker: a
+-- worker blocked on it because active was full learns that a slot freed, and nobody waits
+-- drainDelay for it.
+-- flow (nil for finishJobs-13 and finishJobsBounded-13) makes it finishFlowJobs-15: { notices,
+-- noticeData, keysOf = flowKeysOf, trim = trimFinishedFlow }. Each finished job then does what finishFlowJob-8 does: a job
+-- removed at its finish takes its flow keys with it, and a child leaves its notice for its parent
+-- (one ZADD and one HSET for all the call's notices, written before any pickup, as the deferred
+-- writes are).
+-- Returns { results, nextDelayedAt, rateLimitedForMs } (see finishJobs-13).
+local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive, flow)
+  local prefix, now, maxEvents, lockDuration = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+  local limiterMax, limiterDuration = tonumber(ARGV[5]), ARGV[6]
+
+  local finished = newDeferred()
+  local results, tokens, slots = {}, {}, {}
+  local noticeScores, noticeData = {}, {}
+  for i = firstJobArg, #ARGV, 9 do
+    local jobId, target = ARGV[i], ARGV[i + 2]
+    local job = { key = prefix .. jobId, lockKey = prefix .. jobId .. ":lock", id = jobId, token = ARGV[i + 1],
+      target = target, value = ARGV[i + 3], stacktrace = ARGV[i + 4], keepCount = tonumber(ARGV[i + 5]),
+      keepAgeMs = tonumber(ARGV[i + 6]) }
+    -- Read before the finish, which may delete the hash.
+    local link = flow and rcall("HMGET", job.key, "parentKey", "pfp")
+    local targetKey = target == "completed" and completedKey or failedKey
+    -- A flow job's count or age rule is applied below by flow.trim, which also deletes the flow
+    -- keys of the jobs it drops; the finish itself keeps the job (finishJob's trim cannot).
+    local trimRule = flow and job.keepCount ~= 0 and (job.keepCount > 0 or job.keepAgeMs > 0)
+      and { job.keepCount, job.keepAgeMs }
+    if trimRule then job.keepCount, job.keepAgeMs = -1, 0 end
+    local code = finishJob(keys, job, targetKey, prefix, ARGV[i + 8], false, finished)
+    if flow and code == 0 then
+      if job.keepCount == 0 then rcall("DEL", flow.keysOf(job.key)) end
+      if trimRule then
+        flushZadd(finished, targetKey) -- the trim reads the set: this job must be in it
+        flow.trim(targetKey, prefix, ARGV[i + 8], trimRule[1], trimRule[2])
+      end
+      if link[1] then
+        local n = #noticeScores
+        noticeScores[n + 1], noticeScores[n + 2] = ARGV[i + 8], jobId
+        n = #noticeData
+        noticeData[n + 1], noticeData[n + 2] = jobId, cjson.encode({ link[1], target, job.value, link[2] or "" })
+      end
+    end
+    local at = #results
+    results[at + 1], results[at + 2], results[at + 3] = code, 0, {}
+    if code == 0 and ARGV[i + 7] ~= "" then
+      tokens[#tokens + 1] = ARGV[i + 7]
+      slots[#slots + 1] = at + 2
+    end
+  end
+  applyDeferred(keys.stalled, finished)
+  if #noticeScores > 0 then
+    rcall("ZADD", flow.notices, unpack(noticeScores))
+    rcall("HSET", flow.noticeData, unpack(noticeData))
+  end
+
+  if maxActive then
+    -- The first finishes that asked keep their fetch-next, as many as there is room for.
+    local room = math.max(maxActive - rcall("LLEN", keys.active), 0)
+    for i = #tokens, room + 1, -1 do
+      tokens[i], slots[i] = nil, nil
+    end
+  end
+
+  local nextDelayed, limitedFor, paused = 0, 0, nil
+  if #tokens > 0 then
+    nextDelayed = promoteDelayed(keys, prefix, tonumber(now), maxEvents)
+    paused = rcall("HEXISTS", keys.meta, "paused") == 1
+    if not paused then
+      local taken
+      taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
+      for i, job in ipairs(taken) do
+        results[slots[i]], results[slots[i] + 1] = job[1], job[2]
+      end
+    end
+  end
+  if maxActive and limitedFor == 0 and rcall("LLEN", keys.active) < maxActive
+    and (rcall("LLEN", keys.wait) > 0 or rcall("ZCARD", keys.prioritized) > 0) then
+    if paused == nil then paused = rcall("HEXISTS", keys.meta, "paused") == 1 end
+    if not paused then rcall("ZADD", keys.marker, "0", "0") end
+  end
+  trimEvents(keys.events, maxEvents) -- the events above were added untrimmed
+  return { results, nextDelayed, limitedFor }
+end

@@ -1,0 +1,64 @@
+--[[
+  removeJob-14 · remove one job from whatever state it is in (waiting-children too), unless a
+  worker holds its lock, with its flow keys (docs/flows.md, "Removing jobs of a flow").
+  A child of a flow leaves a notice for its parent (outcome failed, policy remove: the parent
+  drops the dependency and starts if it was its last), as a finish does: the parent lives in
+  another slot, so the runtime settles it next (settleChildren-12) and deletes the notice, and a
+  sweep delivers a notice a dead runtime left. A notice of the child's completion not delivered yet
+  is kept instead (the parent gets its value). A parent answers its unsettled children (its
+  dependencies and the children its intent still holds) for the runtime to remove in their own
+  slots, after this call.
+
+  KEYS[1] wait  [2] paused  [3] active  [4] prioritized  [5] delayed  [6] completed  [7] failed
+      [8] stalled  [9] events  [10] the job's hash  [11] waiting-children  [12] flow-pending
+      [13] notices  [14] notice-data
+  ARGV[1] jobId  [2] events max length  [3] "1" to answer the job's unsettled children
+      [4] "1" to leave a notice for the job's parent ("0" when the parent is being removed too:
+      then a notice the job left is deleted)   [5] now (ms)
+  Returns { 1, notice JSON or "", child job keys... } when removed (the notice is the one now in
+      KEYS[13]/[14], for the runtime to deliver), { 0 } when a worker holds its lock (nothing
+      changed), { -1 } when the job does not exist.
+  Bounded: a parent has at most MAX_CHILDREN (10,000) unsettled children (addDependency-4 and the
+  FlowProducer keep to it), answered by one SMEMBERS and one HKEYS.
+]]
+local rcall = redis.call
+-- @include emitEvent
+-- @include removeFlowJobKeys
+
+local jobId, jobKey = ARGV[1], KEYS[10]
+if rcall("EXISTS", jobKey) == 0 then return { -1 } end
+if rcall("EXISTS", jobKey .. ":lock") == 1 then return { 0 } end
+local reply = { 1, "" }
+if ARGV[3] == "1" then
+  local seen = {}
+  for _, childKey in ipairs(rcall("SMEMBERS", jobKey .. ":dependencies")) do
+    seen[childKey] = true
+    reply[#reply + 1] = childKey
+  end
+  for _, childKey in ipairs(rcall("HKEYS", jobKey .. ":pending")) do
+    if not seen[childKey] then reply[#reply + 1] = childKey end
+  end
+end
+local link = rcall("HMGET", jobKey, "parentKey", "pfp")
+local notices, noticeData = KEYS[13], KEYS[14]
+if link[1] and ARGV[4] == "1" then
+  local kept = rcall("HGET", noticeData, jobId)
+  if kept and cjson.decode(kept)[2] == "completed" then
+    reply[2] = kept
+  else
+    reply[2] = cjson.encode({ link[1], "failed", "removed", "remove" })
+    rcall("ZADD", notices, ARGV[5], jobId)
+    rcall("HSET", noticeData, jobId, reply[2])
+  end
+else
+  rcall("ZREM", notices, jobId)
+  rcall("HDEL", noticeData, jobId)
+end
+for i = 1, 3 do rcall("LREM", KEYS[i], "0", jobId) end
+for i = 4, 7 do rcall("ZREM", KEYS[i], jobId) end
+rcall("ZREM", KEYS[11], jobId)
+rcall("ZREM", KEYS[12], jobId)
+rcall("SREM", KEYS[8], jobId)
+removeFlowJobKeys(jobKey)
+emitEvent(KEYS[9], ARGV[2], "removed", jobId)
+return reply

@@ -1,0 +1,179 @@
+-- Generated from lua-src/removeJob-14.lua by `npm run build:lua`: edit the source, not this file.
+--[[
+  removeJob-14 · remove one job from whatever state it is in (waiting-children too), unless a
+  worker holds its lock, with its flow keys (docs/flows.md, "Removing jobs of a flow").
+  A child of a flow leaves a notice for its parent (outcome failed, policy remove: the parent
+  drops the dependency and starts if it was its last), as a finish does: the parent lives in
+  another slot, so the runtime settles it next (settleChildren-12) and deletes the notice, and a
+  sweep delivers a notice a dead runtime left. A notice of the child's completion not delivered yet
+  is kept instead (the parent gets its value). A parent answers its unsettled children (its
+  dependencies and the children its intent still holds) for the runtime to remove in their own
+  slots, after this call.
+
+  KEYS[1] wait  [2] paused  [3] active  [4] prioritized  [5] delayed  [6] completed  [7] failed
+      [8] stalled  [9] events  [10] the job's hash  [11] waiting-children  [12] flow-pending
+      [13] notices  [14] notice-data
+  ARGV[1] jobId  [2] events max length  [3] "1" to answer the job's unsettled children
+      [4] "1" to leave a notice for the job's parent ("0" when the parent is being removed too:
+      then a notice the job left is deleted)   [5] now (ms)
+  Returns { 1, notice JSON or "", child job keys... } when removed (the notice is the one now in
+      KEYS[13]/[14], for the runtime to deliver), { 0 } when a worker holds its lock (nothing
+      changed), { -1 } when the job does not exist.
+  Bounded: a parent has at most MAX_CHILDREN (10,000) unsettled children (addDependency-4 and the
+  FlowProducer keep to it), answered by one SMEMBERS and one HKEYS.
+]]
+local rcall = redis.call
+-- [lua-src/includes/emitEvent.lua]
+-- emitEvent(eventsKey, maxEvents, name, jobId, ...extra field/value pairs)
+-- Every lifecycle event is one XADD trimmed to about maxEvents entries, so the stream stays bounded.
+-- maxEvents is the ARGV string as the runtime sent it: a Lua number given to redis.call is
+-- formatted with %.17g on every call, which costs more than many commands (see docs/protocol.md).
+-- A batch script passes false and trims once at its end (trimEvents): the stream is over its
+-- bound by at most that call's events, for the length of the call.
+local function emitEvent(eventsKey, maxEvents, name, jobId, ...)
+  if maxEvents then
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", name, "jobId", jobId, ...)
+  else
+    rcall("XADD", eventsKey, "*", "event", name, "jobId", jobId, ...)
+  end
+end
+
+-- trimEvents(eventsKey, maxEvents): the one trim of a batch script's untrimmed events.
+local function trimEvents(eventsKey, maxEvents)
+  rcall("XTRIM", eventsKey, "MAXLEN", "~", maxEvents)
+end
+-- [lua-src/includes/removeJobKeys.lua]
+-- removeJobKeys(jobKey): delete a job's hash with its logs and lock (all in the job's slot).
+local function removeJobKeys(jobKey)
+  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":lock")
+end
+-- [lua-src/includes/pushReady.lua]
+-- placeReady(keys, jobId, priority, lifo, paused): put a job where workers take ready jobs from.
+-- keys: { wait, paused, meta, prioritized, pc, marker }.
+-- A priority > 0 goes to the prioritized zset, scored priority * 2^32 + a counter (pc) so jobs of one
+-- priority keep FIFO order. Otherwise the wait list, or the paused list while the queue is paused;
+-- workers take from the right end, so FIFO pushes left and LIFO pushes right.
+local function placeReady(keys, jobId, priority, lifo, paused)
+  if priority > 0 then
+    local seq = rcall("INCR", keys.pc) % 4294967296
+    rcall("ZADD", keys.prioritized, priority * 4294967296 + seq, jobId)
+  else
+    rcall(lifo and "RPUSH" or "LPUSH", paused and keys.paused or keys.wait, jobId)
+  end
+end
+
+-- pushReady(keys, jobId, priority, lifo): placeReady, then wake one worker blocked on BZPOPMIN
+-- with the marker; a paused queue wakes nobody.
+local function pushReady(keys, jobId, priority, lifo)
+  local paused = rcall("HEXISTS", keys.meta, "paused") == 1
+  placeReady(keys, jobId, priority, lifo, paused)
+  if not paused then rcall("ZADD", keys.marker, "0", "0") end
+end
+-- [lua-src/includes/flowParent.lua]
+-- The parent side of flows (docs/protocol.md, "Flows"): a parent P:{Q}:<pid> with children keeps
+--   P:{Q}:<pid>:dependencies  set   child job keys not settled yet (a child that failed with no
+--                                   policy stays here: the parent waits, as BullMQ's does)
+--   P:{Q}:<pid>:processed     hash  child job key -> its returnvalue (JSON)
+--   P:{Q}:<pid>:unsuccessful  hash  child job key -> failedReason (failed: no policy, fail, continue)
+--   P:{Q}:<pid>:ignored       hash  child job key -> failedReason (ignoreDependencyOnFailure)
+--   P:{Q}:<pid>:pending       hash  child job key -> the child's creation spec, until the producer
+--                                   said it made it (the intent a sweep rolls forward)
+-- and waits in P:{Q}:waiting-children (zset, scored by when it began to wait).
+
+-- flowKeysOf(jobKey): every flow key of a job, for DEL when the job goes.
+local function flowKeysOf(jobKey)
+  return jobKey .. ":dependencies", jobKey .. ":processed", jobKey .. ":unsuccessful",
+    jobKey .. ":ignored", jobKey .. ":pending"
+end
+
+-- writeNotice(keys, jobId, parentKey, outcome, value, policy, now): the child's side of a settle,
+-- kept in the child's own slot until the parent's slot has it (keys: { notices, noticeData }).
+-- Returns the notice's JSON: its deliverer deletes it only while it still holds that
+-- (ackNotices-2), so a newer notice of the same child stays.
+local function writeNotice(keys, jobId, parentKey, outcome, value, policy, now)
+  local notice = cjson.encode({ parentKey, outcome, value, policy })
+  rcall("ZADD", keys.notices, now, jobId)
+  rcall("HSET", keys.noticeData, jobId, notice)
+  return notice
+end
+
+-- startParent(keys, parentId, parentKey, now, maxEvents): every child settled (or the policy says
+-- go on): the parent leaves waiting-children for wait (paused, prioritized) or delayed, as its own
+-- options say. keys: { wait, paused, meta, delayed, prioritized, pc, marker, events, waitingChildren }.
+local function startParent(keys, parentId, parentKey, now, maxEvents)
+  rcall("ZREM", keys.waitingChildren, parentId)
+  local fields = rcall("HMGET", parentKey, "delay", "priority", "lifo")
+  local delay = tonumber(fields[1] or "0") or 0
+  if delay > 0 then
+    local dueAt = tonumber(now) + delay
+    rcall("ZADD", keys.delayed, dueAt, parentId)
+    rcall("ZADD", keys.marker, dueAt, "1")
+    emitEvent(keys.events, maxEvents, "delayed", parentId, "delay", dueAt)
+    return
+  end
+  pushReady(keys, parentId, tonumber(fields[2] or "0") or 0, fields[3] == "1")
+  emitEvent(keys.events, maxEvents, "waiting", parentId)
+end
+
+-- failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents): failParentOnFailure:
+-- the waiting parent fails, its reason naming the child. A parent that is itself a child leaves
+-- its own notice (keys.notices, keys.noticeData), so its parent hears of it.
+-- Returns true when it left a notice.
+local function failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents)
+  rcall("ZREM", keys.waitingChildren, parentId)
+  local failedReason = "child " .. childKey .. " failed: " .. reason
+  rcall("HSET", parentKey, "finishedOn", now, "failedReason", failedReason)
+  rcall("ZADD", keys.failed, now, parentId)
+  emitEvent(keys.events, maxEvents, "failed", parentId, "failedReason", failedReason)
+  local link = rcall("HMGET", parentKey, "parentKey", "pfp")
+  if not link[1] then return false end
+  writeNotice(keys, parentId, link[1], "failed", failedReason, link[2] or "", now)
+  return true
+end
+-- [lua-src/includes/removeFlowJobKeys.lua]
+-- removeFlowJobKeys(jobKey): removeJobKeys and the job's flow keys (a parent's dependencies,
+-- processed, unsuccessful, ignored and pending; docs/protocol.md, "Flows"), for the scripts that
+-- delete jobs outside their finish (removeJob-14, drain-5, cleanJobsInSet-2, obliterate-2).
+-- removeJobKeys itself stays as it is: it is part of the fixed moveToFinished-14.
+local function removeFlowJobKeys(jobKey)
+  removeJobKeys(jobKey)
+  rcall("DEL", flowKeysOf(jobKey))
+end
+
+local jobId, jobKey = ARGV[1], KEYS[10]
+if rcall("EXISTS", jobKey) == 0 then return { -1 } end
+if rcall("EXISTS", jobKey .. ":lock") == 1 then return { 0 } end
+local reply = { 1, "" }
+if ARGV[3] == "1" then
+  local seen = {}
+  for _, childKey in ipairs(rcall("SMEMBERS", jobKey .. ":dependencies")) do
+    seen[childKey] = true
+    reply[#reply + 1] = childKey
+  end
+  for _, childKey in ipairs(rcall("HKEYS", jobKey .. ":pending")) do
+    if not seen[childKey] then reply[#reply + 1] = childKey end
+  end
+end
+local link = rcall("HMGET", jobKey, "parentKey", "pfp")
+local notices, noticeData = KEYS[13], KEYS[14]
+if link[1] and ARGV[4] == "1" then
+  local kept = rcall("HGET", noticeData, jobId)
+  if kept and cjson.decode(kept)[2] == "completed" then
+    reply[2] = kept
+  else
+    reply[2] = cjson.encode({ link[1], "failed", "removed", "remove" })
+    rcall("ZADD", notices, ARGV[5], jobId)
+    rcall("HSET", noticeData, jobId, reply[2])
+  end
+else
+  rcall("ZREM", notices, jobId)
+  rcall("HDEL", noticeData, jobId)
+end
+for i = 1, 3 do rcall("LREM", KEYS[i], "0", jobId) end
+for i = 4, 7 do rcall("ZREM", KEYS[i], jobId) end
+rcall("ZREM", KEYS[11], jobId)
+rcall("ZREM", KEYS[12], jobId)
+rcall("SREM", KEYS[8], jobId)
+removeFlowJobKeys(jobKey)
+emitEvent(KEYS[9], ARGV[2], "removed", jobId)
+return reply

@@ -1,0 +1,139 @@
+import { describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { EchoMQOptionError, Queue, Worker } from '../lib/index.js';
+import { SCRIPTS } from '../lib/internal.js';
+import { recordMetrics } from '../lib/protocol/metrics.js';
+import { eventually, newClient, queueKeys, redisUrl, singleNodeIt, testConnection, uniqueQueueName } from './support/redis.js';
+
+const MINUTE = 60_000;
+/** A minute start far from now, so the script's arithmetic is checked on chosen minutes. */
+const T0 = 1_700_000_040_000;
+
+describe('metrics: recordMetrics-2', () => {
+  it('adds to the open minute, closes it with one 0 per silent minute, and places a late count in its minute', async () => {
+    const queue = new Queue(uniqueQueueName('metrics'), { connection: testConnection() });
+    const keys = queue.keys;
+    try {
+      expect(await queue.getMetrics('completed')).toEqual({ meta: { count: 0, prevTS: 0, prevCount: 0 }, data: [], count: 0 });
+      expect(await recordMetrics(queue.client, keys, 'completed', 3, T0, 10)).toBe(3);
+      expect(await recordMetrics(queue.client, keys, 'completed', 2, T0, 10)).toBe(5); // same minute
+      // Three minutes on: T0 closes with 5, T0+1 and T0+2 had nothing.
+      expect(await recordMetrics(queue.client, keys, 'completed', 4, T0 + 3 * MINUTE, 10)).toBe(9);
+      expect(await queue.getMetrics('completed')).toEqual({ meta: { count: 9, prevTS: T0 + 3 * MINUTE, prevCount: 5 }, data: [0, 0, 5], count: 3 });
+      // Another worker's flush of T0+1 arrives late: it goes to that minute, not to the open one.
+      await recordMetrics(queue.client, keys, 'completed', 7, T0 + MINUTE, 10);
+      expect(await queue.getMetrics('completed')).toEqual({ meta: { count: 16, prevTS: T0 + 3 * MINUTE, prevCount: 12 }, data: [0, 7, 5], count: 3 });
+      // start/end as LRANGE; the other type is untouched.
+      expect((await queue.getMetrics('completed', 1, 1)).data).toEqual([7]);
+      expect((await queue.getMetrics('failed')).meta.count).toBe(0);
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
+  it('keeps at most maxDataPoints minutes, however long the silence (bounded pushes)', async () => {
+    const queue = new Queue(uniqueQueueName('metrics'), { connection: testConnection() });
+    try {
+      await recordMetrics(queue.client, queue.keys, 'failed', 1, T0, 5);
+      await recordMetrics(queue.client, queue.keys, 'failed', 1, T0 + 100_000 * MINUTE, 5);
+      const metrics = await queue.getMetrics('failed');
+      expect(metrics.count).toBe(5);
+      expect(metrics.data).toEqual([0, 0, 0, 0, 0]);
+      expect(metrics.meta).toEqual({ count: 2, prevTS: T0 + 100_000 * MINUTE, prevCount: 1 });
+      // obliterate takes the metrics keys with the rest.
+      await queue.obliterate({ force: true });
+      const client = newClient();
+      expect(await queueKeys(client, queue.name)).toEqual([]);
+      client.disconnect();
+    } finally {
+      await queue.close();
+    }
+  });
+});
+
+describe('metrics: a worker with metrics', () => {
+  it('counts what it completed and what failed for good (not a failure that is retried), sent at close', async () => {
+    const connection = testConnection();
+    const queue = new Queue(uniqueQueueName('metrics'), { connection });
+    const worker = new Worker(queue.name, async (job) => {
+      if ((job.data as { fail?: boolean }).fail) throw new Error('no');
+      if ((job.data as { flaky?: boolean }).flaky && job.attemptsMade === 0) throw new Error('once');
+      return 'ok';
+    }, { connection, concurrency: 4, metrics: { maxDataPoints: 60 } });
+    const errors: Error[] = [];
+    worker.on('error', (error) => errors.push(error));
+    try {
+      let settled = 0;
+      worker.on('completed', () => settled++);
+      worker.on('failed', (_job, _error, willRetry) => (settled += willRetry ? 0 : 1));
+      await queue.addBulk([
+        ...Array.from({ length: 5 }, () => ({ name: 'ok', data: {} })),
+        ...Array.from({ length: 2 }, () => ({ name: 'bad', data: { fail: true } })),
+        { name: 'flaky', data: { flaky: true }, opts: { attempts: 2 } },
+      ]);
+      await eventually(() => settled === 8, 10_000);
+      await worker.close();
+      const completed = await queue.getMetrics('completed');
+      const failed = await queue.getMetrics('failed');
+      expect(completed.meta.count).toBe(6);
+      expect(failed.meta.count).toBe(2);
+      expect(completed.meta.prevTS % MINUTE).toBe(0);
+      expect(errors).toEqual([]);
+    } finally {
+      await worker.close(true);
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
+  it('refuses a bad maxDataPoints before it connects', () => {
+    for (const metrics of [{ maxDataPoints: 0 }, { maxDataPoints: 1.5 }, { maxDataPoints: 80_641 }, {}, 5]) {
+      let error: unknown;
+      try {
+        new Worker('never', async () => undefined, { autorun: false, metrics: metrics as never });
+      } catch (thrown) {
+        error = thrown;
+      }
+      expect(error).toBeInstanceOf(EchoMQOptionError);
+      expect((error as EchoMQOptionError).field).toMatch(/^metrics/);
+    }
+  });
+
+  // MONITOR sees one server's commands.
+  singleNodeIt('a worker without metrics sends nothing for them; one with metrics, one recordMetrics call per type and minute flushed', async () => {
+    const admin = new Redis(redisUrl());
+    const sha = SCRIPTS.recordMetrics.sha;
+    async function run(metrics: boolean): Promise<string[]> {
+      const queue = new Queue(uniqueQueueName('metrics-hot'), { connection: redisUrl() });
+      await queue.addBulk(Array.from({ length: 50 }, (_, i) => ({ name: 'n', data: { i } })));
+      const monitor = await admin.monitor();
+      const sent: string[] = [];
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (source !== 'lua' && args.some((arg) => arg.includes(queue.name) || arg === sha)) sent.push(args.join(' '));
+      });
+      const worker = new Worker(queue.name, async () => 'ok', { connection: redisUrl(), ...(metrics ? { metrics: { maxDataPoints: 10 } } : {}) });
+      let completed = 0;
+      worker.on('completed', () => completed++);
+      await eventually(() => completed === 50, 10_000);
+      await worker.close();
+      monitor.disconnect();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      return sent;
+    }
+    try {
+      const without = await run(false);
+      expect(without.length).toBeGreaterThan(50);
+      expect(without.filter((line) => line.includes(sha) || line.includes(':metrics'))).toEqual([]);
+      const withMetrics = await run(true);
+      const calls = withMetrics.filter((line) => line.includes(sha) || line.startsWith('eval '));
+      const recordCalls = calls.filter((line) => line.includes(':metrics:completed'));
+      // The 50 jobs finish within a few ms: one flush at close, two if a minute turned meanwhile.
+      expect(recordCalls.length).toBeGreaterThanOrEqual(1);
+      expect(recordCalls.length).toBeLessThanOrEqual(2);
+    } finally {
+      admin.disconnect();
+    }
+  });
+});

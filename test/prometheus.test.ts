@@ -1,0 +1,150 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { Registry } from 'prom-client';
+import { EchoMQOptionError, LockManager, Queue, Worker } from '../lib/index.js';
+import { collectLockMetrics } from '../lib/integrations/prometheus/index.js';
+import { eventually, newClient, sleep, testConnection, uniqueQueueName } from './support/redis.js';
+
+// queue.exportPrometheusMetrics (no dependency) and the prom-client metrics of a LockManager.
+
+const opened: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  // Workers first: a queue's connection may be one they share.
+  for (const thing of opened.splice(0).reverse()) await thing.close();
+});
+function track<T extends { close(): Promise<void> }>(thing: T): T {
+  opened.push(thing);
+  return thing;
+}
+
+/** One sample line of the text format: name{labels} value. */
+const SAMPLE = /^[a-zA-Z_:][a-zA-Z0-9_:]*\{([a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*\} -?\d+(\.\d+)?$/;
+
+describe('queue.exportPrometheusMetrics', () => {
+  it('is a gauge of the job counts per state, BullMQ\'s state names, with the queue label', async () => {
+    const name = uniqueQueueName('prom');
+    const queue = track(new Queue(name, { connection: testConnection() }));
+    await queue.addBulk([{ name: 'a', data: {} }, { name: 'b', data: {} }]);
+    await queue.add('later', {}, { delay: 60_000 });
+    await queue.add('urgent', {}, { priority: 1 });
+    const text = await queue.exportPrometheusMetrics();
+    expect(text).toBe([
+      '# HELP echomq_job_count Number of jobs in the queue by state',
+      '# TYPE echomq_job_count gauge',
+      `echomq_job_count{queue="${name}",state="active"} 0`,
+      `echomq_job_count{queue="${name}",state="completed"} 0`,
+      `echomq_job_count{queue="${name}",state="delayed"} 1`,
+      `echomq_job_count{queue="${name}",state="failed"} 0`,
+      `echomq_job_count{queue="${name}",state="paused"} 0`,
+      `echomq_job_count{queue="${name}",state="prioritized"} 1`,
+      `echomq_job_count{queue="${name}",state="waiting"} 2`,
+      `echomq_job_count{queue="${name}",state="waiting-children"} 0`,
+      '',
+    ].join('\n'));
+  });
+
+  it('puts the extra labels on every sample, their values escaped as the text format wants', async () => {
+    const name = uniqueQueueName('prom');
+    const queue = track(new Queue(name, { connection: testConnection() }));
+    await queue.add('a', {});
+    const text = await queue.exportPrometheusMetrics({ env: 'prod', note: 'say "hi"\\\nbye' });
+    const samples = text.split('\n').filter((line) => line.length > 0 && !line.startsWith('#'));
+    expect(samples).toHaveLength(8);
+    for (const line of samples) {
+      expect(line).toMatch(SAMPLE);
+      expect(line).toContain(',env="prod",note="say \\"hi\\"\\\\\\nbye"}');
+    }
+    expect(samples).toContain(`echomq_job_count{queue="${name}",state="waiting",env="prod",note="say \\"hi\\"\\\\\\nbye"} 1`);
+  });
+
+  it('sums a partitioned queue\'s partitions', async () => {
+    const name = uniqueQueueName('prom');
+    const queue = track(new Queue(name, { connection: testConnection(), partitions: 3 }));
+    await queue.addBulk(Array.from({ length: 7 }, (_, i) => ({ name: `j${i}`, data: {} })));
+    expect(await queue.exportPrometheusMetrics()).toContain(`echomq_job_count{queue="${name}",state="waiting"} 7\n`);
+  });
+
+  it('refuses a label that would break the scrape, by name, before reading Redis', async () => {
+    const queue = track(new Queue(uniqueQueueName('prom'), { connection: testConnection() }));
+    const cases: Array<[unknown, RegExp]> = [
+      ['env', /^labels: /],
+      [{ queue: 'x' }, /labels\.queue.*set by exportPrometheusMetrics/],
+      [{ state: 'x' }, /labels\.state/],
+      [{ '1x': 'y' }, /labels\.1x.*not a Prometheus label name/],
+      [{ 'a-b': 'y' }, /labels\.a-b/],
+      [{ __name__: 'y' }, /labels\.__name__/],
+      [{ env: 3 }, /labels\.env.*must be a string/],
+    ];
+    for (const [labels, message] of cases) {
+      const error = await queue.exportPrometheusMetrics(labels as Record<string, string>).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(EchoMQOptionError);
+      expect((error as Error).message).toMatch(message);
+    }
+  });
+});
+
+describe('collectLockMetrics (@echomq/nestjs/prometheus)', () => {
+  /** A sample's value from the registry's text, 0 when it has none yet. */
+  async function sample(registry: Registry, line: string): Promise<number> {
+    const text = await registry.metrics();
+    const found = text.split('\n').find((l) => l.startsWith(line + ' '));
+    return found === undefined ? 0 : Number(found.slice(line.length + 1));
+  }
+
+  it('reports jobs held, renewal round trips, late heartbeats and lost locks', async () => {
+    const name = uniqueQueueName('prom');
+    const registry = new Registry();
+    const lockManager = new LockManager();
+    const metrics = collectLockMetrics(lockManager, { registry });
+    const queue = track(new Queue(name, { connection: testConnection() }));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const worker = new Worker(name, async (job) => {
+      if (job.name === 'cpu') {
+        await sleep(300); // one tick on time
+        const until = Date.now() + 600;
+        while (Date.now() < until) { /* blocks the event loop: the next tick fires late */ }
+        await sleep(300);
+        return 'ok';
+      }
+      await released; // held until the test has deleted its lock
+      return 'late';
+    }, { connection: testConnection(), lockManager, lockDuration: 3000, lockRenewTime: 100, heartbeatLateThreshold: 100 });
+    track({ close: async () => { await worker.close(); await lockManager.close(); metrics.stop(); } });
+
+    const held = await queue.add('hold', {});
+    expect(await eventually(async () => ((await sample(registry, `echomq_lock_jobs_held{queue="${name}"}`)) === 1 ? true : undefined), 5000, 'one job held')).toBe(true);
+    await eventually(async () => ((await sample(registry, `echomq_lock_renewal_round_trip_seconds_count{queue="${name}"}`)) >= 2 ? true : undefined), 5000, 'renewals');
+    const sum = await sample(registry, `echomq_lock_renewal_round_trip_seconds_sum{queue="${name}"}`);
+    expect(sum).toBeGreaterThan(0);
+    expect(sum).toBeLessThan(1); // round trips to a local Redis, in seconds
+
+    // Its lock gone under it: the next renewal finds -2, and the job is lost.
+    const client = newClient();
+    await client.del(queue.keys.lock(held.id));
+    await client.quit();
+    await eventually(async () => ((await sample(registry, `echomq_lock_lost_total{queue="${name}",code="-2"}`)) === 1 ? true : undefined), 5000, 'the lost lock');
+    release();
+
+    const cpu = await queue.add('cpu', {});
+    await eventually(async () => ((await cpu.getState()) === 'completed' ? true : undefined), 10_000, 'the cpu job');
+    expect(await sample(registry, `echomq_lock_heartbeat_late_total{queue="${name}"}`)).toBeGreaterThanOrEqual(1);
+    await eventually(async () => ((await sample(registry, `echomq_lock_jobs_held{queue="${name}"}`)) === 0 ? true : undefined), 5000, 'no job held');
+    expect(await sample(registry, `echomq_lock_heartbeat_errors_total{queue="${name}"}`)).toBe(0);
+  });
+
+  it('stop() unsubscribes and takes its metrics out of the registry; a bad option is refused by name', async () => {
+    const registry = new Registry();
+    const lockManager = new LockManager();
+    const metrics = collectLockMetrics(lockManager, { registry, prefix: 'app_' });
+    expect(registry.getMetricsAsArray().map((m) => m.name).sort()).toEqual([
+      'app_lock_heartbeat_errors_total', 'app_lock_heartbeat_late_total', 'app_lock_jobs_held', 'app_lock_lost_total', 'app_lock_renewal_round_trip_seconds',
+    ]);
+    metrics.stop();
+    metrics.stop();
+    expect(registry.getMetricsAsArray()).toEqual([]);
+    expect(() => collectLockMetrics(lockManager, { registry, prefix: 'bad-prefix' })).toThrow(/prefix/);
+    expect(() => collectLockMetrics(lockManager, { registry, renewalBuckets: [] })).toThrow(/renewalBuckets/);
+    expect(registry.getMetricsAsArray()).toEqual([]);
+    await lockManager.close();
+  });
+});
