@@ -57,11 +57,11 @@ export const addBulk = {
   }),
 };
 
-/** Fills a queue with `total` no-op jobs (not measured), numbered by data.i. */
-export async function preload(queue, total) {
+/** Fills a queue with `total` no-op jobs (not measured), numbered by data.i, each with `opts` when given. */
+export async function preload(queue, total, opts) {
   for (let start = 0; start < total; start += BULK_BATCH) {
     const jobs = [];
-    for (let i = start; i < Math.min(total, start + BULK_BATCH); i++) jobs.push({ name: 'bench', data: { i } });
+    for (let i = start; i < Math.min(total, start + BULK_BATCH); i++) jobs.push(opts ? { name: 'bench', data: { i }, opts } : { name: 'bench', data: { i } });
     await queue.addBulk(jobs);
   }
 }

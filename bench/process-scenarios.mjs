@@ -11,9 +11,21 @@ export const PROCESSES = 4;
 /** Each of the 4 processes runs this many jobs at once. */
 export const CHILD_CONCURRENCY = 10;
 
-function oneWorker(concurrency, sizeOf) {
+/**
+ * What a finished job leaves behind, the retention matrix of the processing scenarios: keep all
+ * (the default of both), removeOnComplete: true (what most production queues set) and a bounded
+ * history. Each is a job option of both systems, given at the add; `completed` is what the
+ * completed set holds after `total` jobs.
+ */
+export const RETENTIONS = [
+  { label: '', opts: undefined, completed: (total) => total },
+  { label: ', removeOnComplete: true', opts: { removeOnComplete: true }, completed: () => 0 },
+  { label: ', removeOnComplete: { count: 1000 }', opts: { removeOnComplete: { count: 1000 } }, completed: (total) => Math.min(total, 1000) },
+];
+
+function oneWorker(concurrency, sizeOf, retention = RETENTIONS[0]) {
   return {
-    name: `process, concurrency ${concurrency}`,
+    name: `process, concurrency ${concurrency}${retention.label}`,
     size: sizeOf,
     async run(system, ctx) {
       const total = sizeOf(ctx.sizes);
@@ -25,7 +37,7 @@ function oneWorker(concurrency, sizeOf) {
       worker.on('error', (error) => console.error(`${system.name} worker error:`, error.message));
       let closed = false;
       try {
-        await preload(queue, total);
+        await preload(queue, total, retention.opts);
         await system.ready(worker);
         const figures = await measure(ctx.meter, total, async () => {
           void worker.run();
@@ -34,7 +46,7 @@ function oneWorker(concurrency, sizeOf) {
         await worker.close();
         closed = true;
         verifyTally(tally);
-        await verifyCounts(ctx.meter, system, name, { wait: 0, active: 0, completed: total });
+        await verifyCounts(ctx.meter, system, name, { wait: 0, active: 0, completed: retention.completed(total) });
         return figures;
       } finally {
         if (!closed) await worker.close(true);
@@ -48,6 +60,11 @@ function oneWorker(concurrency, sizeOf) {
 export const processConcurrency1 = oneWorker(1, (sizes) => sizes.process1);
 /** One worker, 50 jobs at a time. */
 export const processConcurrency50 = oneWorker(50, (sizes) => sizes.process50);
+/** The same two with each other retention setting. */
+export const processWithRetention = RETENTIONS.slice(1).flatMap((retention) => [
+  oneWorker(1, (sizes) => sizes.process1, retention),
+  oneWorker(50, (sizes) => sizes.process50, retention),
+]);
 
 /** Starts a worker child process and resolves when its worker is connected. */
 function startChild(systemId, name, url, concurrency) {
@@ -122,26 +139,30 @@ export class WorkerProcesses {
 }
 
 /** 4 worker processes (child processes) on one queue; Node CPU is theirs, summed. */
-export const processFourProcesses = {
-  name: `process, ${PROCESSES} processes x ${CHILD_CONCURRENCY}`,
-  size: (sizes) => sizes.processes4,
-  async run(system, ctx) {
-    const total = ctx.sizes.processes4;
-    const name = ctx.queueName();
-    const queue = system.queue(name, ctx.url);
-    const workers = new WorkerProcesses(system.id, name, ctx.url, PROCESSES, CHILD_CONCURRENCY);
-    try {
-      await preload(queue, total);
-      await workers.start();
-      const figures = await measure(ctx.meter, total, () => workers.run(total, ctx.timeoutMs));
-      const tally = new Tally(total);
-      await workers.stop(tally);
-      verifyTally(tally);
-      await verifyCounts(ctx.meter, system, name, { wait: 0, active: 0, completed: total });
-      return figures;
-    } finally {
-      await workers.kill();
-      await queue.close();
-    }
-  },
-};
+function fourProcesses(retention = RETENTIONS[0]) {
+  return {
+    name: `process, ${PROCESSES} processes x ${CHILD_CONCURRENCY}${retention.label}`,
+    size: (sizes) => sizes.processes4,
+    async run(system, ctx) {
+      const total = ctx.sizes.processes4;
+      const name = ctx.queueName();
+      const queue = system.queue(name, ctx.url);
+      const workers = new WorkerProcesses(system.id, name, ctx.url, PROCESSES, CHILD_CONCURRENCY);
+      try {
+        await preload(queue, total, retention.opts);
+        await workers.start();
+        const figures = await measure(ctx.meter, total, () => workers.run(total, ctx.timeoutMs));
+        const tally = new Tally(total);
+        await workers.stop(tally);
+        verifyTally(tally);
+        await verifyCounts(ctx.meter, system, name, { wait: 0, active: 0, completed: retention.completed(total) });
+        return figures;
+      } finally {
+        await workers.kill();
+        await queue.close();
+      }
+    },
+  };
+}
+export const processFourProcesses = fourProcesses();
+export const processFourProcessesWithRetention = RETENTIONS.slice(1).map(fourProcesses);

@@ -7,7 +7,7 @@ import { constants, cpus } from 'node:os';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-process.js';
 import { addBulk, addConcurrent, addOne } from './add-scenarios.mjs';
-import { processConcurrency1, processConcurrency50, processFourProcesses } from './process-scenarios.mjs';
+import { processConcurrency1, processConcurrency50, processFourProcesses, processFourProcessesWithRetention, processWithRetention, RETENTIONS } from './process-scenarios.mjs';
 import { addToStart, delayedFiring, schedulerFiring } from './latency-scenarios.mjs';
 import { CheckFailed } from './measure.mjs';
 import { flow } from './flow-scenario.mjs';
@@ -21,7 +21,7 @@ const SIZES = {
   full: { rounds: 5, addOne: 5000, addConcurrent: 20000, addBulk: 50000, process1: 10000, process50: 30000, processes4: 30000, latency: 1000, delayed: 300, scheduler: 100, partitions: 30000, sandboxed: 30000, flows: 30 },
 };
 /** The default set: EchoMQ against BullMQ on one redis-server. */
-const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, processConcurrency50, processFourProcesses, addToStart, delayedFiring, schedulerFiring, sandboxedThreads, sandboxedProcesses, flow];
+const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, processConcurrency50, processFourProcesses, ...processWithRetention, ...processFourProcessesWithRetention, addToStart, delayedFiring, schedulerFiring, sandboxedThreads, sandboxedProcesses, flow];
 /**
  * Opt-in, run only when --only names them: each starts a Redis Cluster of its own (three
  * redis-servers more on a 2-core machine, and a minute or more), and compares EchoMQ with itself.
@@ -177,8 +177,16 @@ function tableRows(scenarios, results, sizes) {
       row(`  ${label}`, medianOf(echoRuns, figure), medianOf(bullRuns, figure));
     }
   }
-  const combined = (id) => medianOf(results.get(addConcurrent.name)?.get(id), 'redisCpuUsPerJob') + medianOf(results.get(processConcurrency50.name)?.get(id), 'redisCpuUsPerJob');
-  row('Redis CPU µs/job, add concurrently + process c50', combined('echomq'), combined('bullmq'));
+  // Redis CPU per job from its add to its finish, for each retention setting run (issue 17's goal).
+  const cpu = (name, id) => medianOf(results.get(name)?.get(id), 'redisCpuUsPerJob');
+  for (const { label } of RETENTIONS) {
+    for (const concurrency of [50, 1]) {
+      const processing = `${concurrency === 50 ? processConcurrency50.name : processConcurrency1.name}${label}`;
+      if (!results.has(processing) || !results.has(addConcurrent.name)) continue;
+      const combined = (id) => cpu(addConcurrent.name, id) + cpu(processing, id);
+      row(`Redis CPU µs/job, add concurrently + process c${concurrency}${label}`, combined('echomq'), combined('bullmq'));
+    }
+  }
   return rows;
 }
 

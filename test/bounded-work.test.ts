@@ -103,12 +103,14 @@ async function whileHeartbeatHolds<T>(work: () => Promise<T>): Promise<T> {
   const result = await work();
   const during = renewed.slice(firstRenewal);
   // The heartbeat ran while the work did; if it did not, say what the victim's heartbeat saw.
-  expect({ renewals: during.length > 0, lost: failed, errors: errors.map((e) => e.error.message), late: late.length })
-    .toEqual({ renewals: true, lost: [], errors: [], late: 0 });
+  // Late ticks are counted from the work's start: the setup's addBulk calls (200,000 Job objects
+  // built in this process) may hold the event loop, which says nothing of the scripts under test.
+  const lateDuring = late.filter((event) => event.at >= from);
+  expect({ renewals: during.length > 0, lost: failed, errors: errors.map((e) => e.error.message), late: lateDuring.map((e) => e.lateByMs) })
+    .toEqual({ renewals: true, lost: [], errors: [], late: [] });
   const slow = during.filter((event) => event.roundTripMs >= BOUND || event.tickMs >= BOUND);
   expect({ slow: slow.map((e) => ({ roundTripMs: e.roundTripMs, tickMs: e.tickMs })) }).toEqual({ slow: [] });
   expect(failed.filter((event) => event.at >= from)).toEqual([]);
-  expect(late.filter((event) => event.at >= from)).toEqual([]);
   return result;
 }
 

@@ -4,9 +4,10 @@ import {
   EchoMQOptionError, forQueue, forWorker, Keys, LockLostError, LockManager, Queue, Worker,
   type HeartbeatErrorEvent, type HeartbeatLateEvent, type LockEvent, type LockRenewalFailedEvent, type LockRenewedEvent,
 } from '../lib/index.js';
-import { Scripts } from '../lib/internal.js';
+import { SCRIPTS, Scripts } from '../lib/internal.js';
 import { eventually, masters, newClient, onCluster, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 import { startRedis } from './support/redis-process.js';
+import { monitorCommands } from './support/monitor.js';
 import { Periodic } from '../lib/runtime/periodic.js';
 
 /** A processor that holds its job until the test lets it go (or its signal aborts). */
@@ -133,38 +134,41 @@ describe('LockManager: the heartbeat', () => {
     const worker = new Worker(name, processor, {
       connection, lockManager, concurrency: 1000, lockDuration: 10_000, lockRenewTime: 1500, stalledInterval: 600_000,
     });
+    // Every extendLocks-1 call is read off MONITOR, which names the script (its sha) and carries its
+    // job ids: other scripts a worker may send meanwhile (a cancel look, a pickup) are not counted,
+    // and no counting window has to line up with the ticks. The calls are counted from before the
+    // first job: they must be the ticks, one call each with every job held.
+    const calls: number[] = [];
+    const ticks: LockRenewedEvent[] = [];
+    const subscription = lockManager.renewed$.subscribe((tick) => ticks.push(tick));
+    const stopMonitors: Array<() => void> = [];
     try {
+      for (const server of await masters(admin)) {
+        const { host = '127.0.0.1', port = 6379 } = server.options;
+        stopMonitors.push(await monitorCommands(host, port, (args) => {
+          // evalsha sha numkeys stalled base duration, then (jobId, token) pairs
+          if (args[0]?.toLowerCase() === 'evalsha' && args[1] === SCRIPTS.extendLocks.sha) calls.push((args.length - 6) / 2);
+        }));
+      }
       const baseline = timeouts();
       await queue.addBulk(Array.from({ length: 1000 }, (_, i) => ({ name: 'j', data: { i } })));
       await eventually(() => lockManager.trackedCount(worker.id) === 1000, 20_000, '1,000 jobs tracked');
       expect(lockManager.activeTimers).toBe(1);
       expect(timeouts() - baseline).toBeLessThanOrEqual(2); // the heartbeat, not one timer per job
 
-      // The window opens and closes on tick events, where the next tick is 1.5 s away: polling for
-      // them instead let a tick's call land after RESETSTAT with its event counted before it.
-      const servers = await masters(admin);
-      const evalshaCalls = async () => {
-        let calls = 0;
-        for (const server of servers) calls += Number(/cmdstat_evalsha:calls=(\d+)/.exec(await server.info('commandstats'))?.[1] ?? 0);
-        return calls;
-      };
-      const ticks: LockRenewedEvent[] = [];
-      let windowTicks = -1;
-      let opened!: Promise<unknown>;
-      let closed!: Promise<number>;
-      const subscription = lockManager.renewed$.subscribe((tick) => {
-        ticks.push(tick);
-        if (ticks.length === 1) opened = Promise.all(servers.map((server) => server.config('RESETSTAT')));
-        if (ticks.length === 3) {
-          windowTicks = ticks.length - 1;
-          closed = opened.then(evalshaCalls);
-          subscription.unsubscribe();
-        }
-      });
-      await eventually(() => windowTicks > 0, 15_000, 'three ticks');
-      expect(await closed).toBe(windowTicks);
-      for (const tick of ticks) expect(tick.jobIds).toHaveLength(1000);
+      const before = ticks.length;
+      await eventually(() => ticks.length >= before + 3, 15_000, 'three ticks');
+      subscription.unsubscribe();
+      // The next tick is lockRenewTime (1.5 s) away: by the time MONITOR has shown the ticks' calls,
+      // at most that next one can have joined them.
+      const seen = ticks.length;
+      await eventually(() => calls.length >= seen, 5_000, 'each tick seen by MONITOR');
+      expect(calls.length).toBeLessThanOrEqual(seen + 1);
+      expect(calls.slice(0, seen)).toEqual(ticks.map((tick) => tick.jobIds.length));
+      for (const tick of ticks.slice(before)) expect(tick.jobIds).toHaveLength(1000);
     } finally {
+      subscription.unsubscribe();
+      for (const stop of stopMonitors) stop();
       open();
       await worker.close();
       await lockManager.close();
