@@ -6,7 +6,8 @@ import type { RedisClient } from '../../protocol/script.js';
 import { Scripts } from '../../protocol/scripts.js';
 import { DEFAULTS } from '../options.js';
 import type { JobContext } from '../queue/job.js';
-import { parseJobKey, parseNotice } from './parent-notices.js';
+import { parseNotice } from './notice.js';
+import { parseJobKey } from './parent-notices.js';
 
 /** What job.remove and queue.remove take (BullMQ's shape). */
 export interface RemoveOptions {
