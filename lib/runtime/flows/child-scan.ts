@@ -9,9 +9,9 @@ import type { RedisClient } from '../../protocol/script.js';
  *
  * Read with HSCAN and SSCAN in bounded steps, never HKEYS or SMEMBERS: a parent's processed
  * children have no bound (a step job adds children round after round), and one reply of 100,000
- * keys would stall Redis and the client for the few that are shown. A key small enough to be
- * stored compact (up to 128 entries by Redis's defaults) comes whole in its first step, so a
- * usual parent costs only the first steps, which go in the caller's pipeline.
+ * keys would stall Redis and the client for the few that are shown. A small key (stored compact,
+ * or a table no bigger than a step) comes whole in its first step, so a usual parent costs only
+ * the first steps, which go in the caller's pipeline.
  */
 
 type Kind = 'processed' | 'dependencies' | 'unsuccessful' | 'ignored';
