@@ -4,10 +4,14 @@
   A child of a flow leaves a notice for its parent (outcome failed, policy remove: the parent
   drops the dependency and starts if it was its last), as a finish does: the parent lives in
   another slot, so the runtime settles it next (settleChildren-12) and deletes the notice, and a
-  sweep delivers a notice a dead runtime left. A notice of the child's completion not delivered yet
-  is kept instead (the parent gets its value). A parent answers its unsettled children (its
-  dependencies and the children its intent still holds) for the runtime to remove in their own
-  slots, after this call.
+  sweep delivers a notice a dead runtime left. A notice the child's finish left for this parent
+  and not delivered yet is kept instead, so the parent hears what it would have: a completion
+  (its value), or a failure with a policy (fail: the parent fails; ignore, continue, remove: as
+  the policy says). Only a failure with no policy is replaced: the parent would wait for a child
+  that is gone. A parent answers its unsettled children (its dependencies and the children its
+  intent still holds) for the runtime to remove in their own slots, after this call.
+  A notice is read with readNotice (pcall'd decode), and everything is read before the first
+  write, so no data can raise an error half-way through.
 
   KEYS[1] wait  [2] paused  [3] active  [4] prioritized  [5] delayed  [6] completed  [7] failed
       [8] stalled  [9] events  [10] the job's hash  [11] waiting-children  [12] flow-pending
@@ -15,19 +19,27 @@
   ARGV[1] jobId  [2] events max length  [3] "1" to answer the job's unsettled children
       [4] "1" to leave a notice for the job's parent ("0" when the parent is being removed too:
       then a notice the job left is deleted)   [5] now (ms)
+      [6] optional: the job key of the parent the caller expects the job to have ("" or absent:
+      any). A caller that read the job as a child earlier (the children of a removed parent)
+      removes it only while it is still that parent's child.
   Returns { 1, notice JSON or "", child job keys... } when removed (the notice is the one now in
       KEYS[13]/[14], for the runtime to deliver), { 0 } when a worker holds its lock (nothing
-      changed), { -1 } when the job does not exist.
+      changed), { 2 } when ARGV[6] is given and the job's parentKey is not it (nothing changed: it
+      is another parent's child, or no child, now), { -1 } when the job does not exist.
   Bounded: a parent has at most MAX_CHILDREN (10,000) unsettled children (addDependency-4 and the
   FlowProducer keep to it), answered by one SMEMBERS and one HKEYS.
 ]]
 local rcall = redis.call
 -- @include emitEvent
 -- @include removeFlowJobKeys
+-- @include readNotice
 
 local jobId, jobKey = ARGV[1], KEYS[10]
 if rcall("EXISTS", jobKey) == 0 then return { -1 } end
 if rcall("EXISTS", jobKey .. ":lock") == 1 then return { 0 } end
+local link = rcall("HMGET", jobKey, "parentKey", "pfp")
+local expectedParent = ARGV[6] or ""
+if expectedParent ~= "" and link[1] ~= expectedParent then return { 2 } end
 local reply = { 1, "" }
 if ARGV[3] == "1" then
   local seen = {}
@@ -39,12 +51,12 @@ if ARGV[3] == "1" then
     if not seen[childKey] then reply[#reply + 1] = childKey end
   end
 end
-local link = rcall("HMGET", jobKey, "parentKey", "pfp")
 local notices, noticeData = KEYS[13], KEYS[14]
 if link[1] and ARGV[4] == "1" then
-  local kept = rcall("HGET", noticeData, jobId)
-  if kept and cjson.decode(kept)[2] == "completed" then
-    reply[2] = kept
+  local stored = rcall("HGET", noticeData, jobId)
+  local pending = stored and readNotice(stored)
+  if pending and pending.parentKey == link[1] and (pending.outcome == "completed" or pending.policy ~= "") then
+    reply[2] = stored
   else
     reply[2] = cjson.encode({ link[1], "failed", "removed", "remove" })
     rcall("ZADD", notices, ARGV[5], jobId)

@@ -170,6 +170,71 @@ describe('the backstop', () => {
   });
 });
 
+describe('the backstop and children deleted under a flow (docs/flows.md, "Removing jobs of a flow")', () => {
+  /** A parent with children `a` and `b` in their own queue; `b` has `opts`. No workers yet. */
+  async function parentOfTwo(opts: Record<string, unknown> = {}) {
+    const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+    const flow = new FlowProducer({ connection: testConnection() });
+    closers.push(() => flow.close());
+    const tree = await flow.add({
+      name: 'parent', queueName: parents,
+      children: [{ name: 'a', queueName: children, opts: { jobId: 'a' } }, { name: 'b', queueName: children, opts: { jobId: 'b', ...opts } }],
+    });
+    return { tree, parents, children, parentQueue: queue(parents), childQueue: queue(children), client: redis() };
+  }
+
+  /** The parent's wait backdated past the grace, and a worker of its queue sweeping often: the backstop's next pass. */
+  async function backstopRuns(f: Awaited<ReturnType<typeof parentOfTwo>>): Promise<Job> {
+    await f.client.zadd(f.parentQueue.keys.waitingChildren, 'XX', MINUTE_AGO(), f.tree.job.id);
+    worker(f.parents, async (job) => job.getDependencies(), { stalledInterval: 200 });
+    return finished(f.parentQueue, f.tree.job.id);
+  }
+
+  const nothing = { processed: {}, unprocessed: [], failed: [], ignored: {} };
+
+  it('drained children: the parent is not told at once; past the grace the backstop lets it go on without them', async () => {
+    const f = await parentOfTwo();
+    await f.childQueue.drain();
+    expect(await f.tree.job.getDependenciesCount()).toMatchObject({ unprocessed: 2 });
+    const parent = await backstopRuns(f);
+    expect(parent.returnvalue).toEqual(nothing);
+  });
+
+  it('cleaned children: the same', async () => {
+    const f = await parentOfTwo();
+    expect((await f.childQueue.clean(0, 0, 'wait')).sort()).toEqual(['a', 'b']);
+    const parent = await backstopRuns(f);
+    expect(parent.returnvalue).toEqual(nothing);
+  });
+
+  it('an obliterated queue with a completion notice not delivered: the parent goes on without that child, its value lost', async () => {
+    const f = await parentOfTwo();
+    const k = f.childQueue.keys;
+    const now = Date.now();
+    // `a` completed, its worker died before the settle: its notice waits in the queue obliterated next.
+    await f.client.multi().lrem(k.wait, 0, 'a').zadd(k.completed, now, 'a').hset(k.job('a'), 'finishedOn', now, 'returnvalue', '"A"')
+      .zadd(k.notices, now, 'a').hset(k.noticeData, 'a', JSON.stringify([f.parentQueue.keys.job(f.tree.job.id), 'completed', '"A"', '']))
+      .exec();
+    await f.childQueue.obliterate({ force: true });
+    const parent = await backstopRuns(f);
+    expect(parent.returnvalue).toEqual(nothing);
+  });
+
+  it('a child with no policy removed by removeOnFail: listed as failed at first, then let go by the backstop, and the parent runs', async () => {
+    const f = await parentOfTwo({ removeOnFail: true });
+    worker(f.children, async (job) => {
+      if (job.id === 'b') throw new Error('broke');
+      return 'A';
+    });
+    await eventually(async () => (await f.tree.job.getDependencies()).failed.length === 1, 10_000, 'the failure heard');
+    expect(await f.childQueue.getJob('b')).toBeUndefined();
+    await eventually(async () => (await f.tree.job.getDependenciesCount()).processed === 1, 10_000, 'a settled');
+    expect(await f.tree.job.getState()).toBe('waiting-children');
+    const parent = await backstopRuns(f);
+    expect(parent.returnvalue).toEqual({ ...nothing, processed: { [f.childQueue.keys.job('a')]: 'A' } });
+  });
+});
+
 describe('the roll-forward of a big intent', () => {
   it('makes all 10,000 children of a dead producer\'s parent, 200 a call (HSCAN from 0 would stall once the front of the hash emptied)', async () => {
     const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];

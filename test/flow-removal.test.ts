@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { FlowProducer, Queue, Worker, type Job, type ProcessorFunction } from '../lib/index.js';
 import { FlowScripts } from '../lib/protocol/flow-scripts.js';
+import { Scripts } from '../lib/protocol/scripts.js';
 import { eventually, newClient, testConnection, uniqueQueueName } from './support/redis.js';
 
 // Removing jobs of a flow (docs/flows.md, "Removing jobs of a flow"): a parent takes its flow keys
@@ -178,6 +179,123 @@ describe('removing a child', () => {
     await expect(second.remove()).rejects.toMatchObject({ code: -3 });
     expect(await f.childQueue.remove(second.id)).toBe(0);
     expect((await f.tree.job.getDependenciesCount()).unprocessed).toBe(2);
+  });
+});
+
+describe('removing a child whose finish the parent has not heard of yet', () => {
+  type Policy = '' | 'fail' | 'ignore' | 'continue' | 'remove';
+  const OPTION: Record<Policy, Record<string, boolean>> = {
+    '': {}, fail: { failParentOnFailure: true }, ignore: { ignoreDependencyOnFailure: true },
+    continue: { continueParentOnFailure: true }, remove: { removeDependencyOnFailure: true },
+  };
+
+  /**
+   * A parent with two children, no workers: `failed` failed for good under `policy` and its
+   * notice is still in its queue (what a worker that died between its finish and the settle
+   * leaves), `other` still waits, so the parent waits too.
+   */
+  async function failedUnheard(policy: Policy, noticeJson?: (parentKey: string) => string) {
+    const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+    const tree = await producer().add({
+      name: 'p', queueName: parents,
+      children: [{ name: 'failed', queueName: children, opts: OPTION[policy] }, { name: 'other', queueName: children }],
+    });
+    const childQueue = queue(children);
+    const failed = tree.children![0].job;
+    const parentKey = queue(parents).keys.job(tree.job.id);
+    const k = childQueue.keys;
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    const now = Date.now();
+    await client.multi()
+      .lrem(k.wait, 0, failed.id).zadd(k.failed, now, failed.id).hset(k.job(failed.id), 'finishedOn', now, 'failedReason', 'broke')
+      .zadd(k.notices, now, failed.id)
+      .hset(k.noticeData, failed.id, noticeJson ? noticeJson(parentKey) : JSON.stringify([parentKey, 'failed', 'broke', policy]))
+      .exec();
+    expect(await tree.job.getState()).toBe('waiting-children');
+    return { tree, failed, childKey: k.job(failed.id), client, childQueue };
+  }
+
+  it('with failParentOnFailure: the parent still fails (the failure notice is kept, not replaced)', async () => {
+    const f = await failedUnheard('fail');
+    await f.failed.remove();
+    expect(await f.tree.job.getState()).toBe('failed');
+    const parent = await queue(f.tree.job.queueName).getJob(f.tree.job.id);
+    expect(parent!.failedReason).toBe(`child ${f.childKey} failed: broke`);
+    expect(await f.client.zcard(f.childQueue.keys.notices)).toBe(0);
+  });
+
+  it('with ignore, continue or remove: the parent hears the failure under the child\'s policy', async () => {
+    const ignore = await failedUnheard('ignore');
+    await ignore.failed.remove();
+    expect(await ignore.tree.job.getDependencies()).toMatchObject({ ignored: { [ignore.childKey]: 'broke' }, failed: [] });
+    expect(await ignore.tree.job.getState()).toBe('waiting-children');
+
+    const cont = await failedUnheard('continue');
+    await cont.failed.remove();
+    expect(await cont.tree.job.getState()).toBe('wait'); // started by the failure, the other child still to run
+    expect((await cont.tree.job.getDependencies()).failed).toEqual([cont.childKey]);
+
+    const remove = await failedUnheard('remove');
+    await remove.failed.remove();
+    expect(await remove.tree.job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 1, failed: 0, ignored: 0 });
+  });
+
+  it('with no policy: the removal replaces the failure, and the parent stops waiting for the child', async () => {
+    const f = await failedUnheard('');
+    await f.failed.remove();
+    expect(await f.tree.job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 1, failed: 0, ignored: 0 });
+    expect(await f.client.zcard(f.childQueue.keys.notices)).toBe(0);
+  });
+
+  it('a notice that is no notice (bad JSON, JSON of another kind) raises no script error: the removal\'s own notice replaces it', async () => {
+    for (const bad of ['{not json', '5', '{"0":"x"}', '["emq:{x}:1","failed"]']) {
+      const f = await failedUnheard('fail', () => bad);
+      await f.failed.remove();
+      expect({ bad, state: await f.childQueue.getJob(f.failed.id) }).toEqual({ bad, state: undefined });
+      // Its parent dropped it (removed, the only word it could get) and waits for the other child.
+      expect({ bad, counts: await f.tree.job.getDependenciesCount() }).toEqual({ bad, counts: { processed: 0, unprocessed: 1, failed: 0, ignored: 0 } });
+      expect(await f.client.hlen(f.childQueue.keys.noticeData)).toBe(0);
+    }
+  });
+});
+
+describe('removeJob-14\'s expected parent (ARGV[6])', () => {
+  it('removes a job only while it is the child of the parent the caller names; otherwise answers reparented and changes nothing', async () => {
+    const f = await twoLevels(2);
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    const scripts = new Scripts(client, f.childQueue.keys, 1000);
+    const second = f.tree.children![1].job;
+    const other = f.parentQueue.keys.job('someone-else');
+    expect(await scripts.removeJob(second.id, { children: true, notifyParent: true, expectedParent: other })).toEqual({ outcome: 'reparented', children: [] });
+    expect(await second.getState()).toBe('wait');
+    expect((await f.tree.job.getDependenciesCount()).unprocessed).toBe(2);
+    // Not a child at all: the same.
+    const plain = await f.childQueue.add('plain', {});
+    expect((await scripts.removeJob(plain.id, { children: false, notifyParent: true, expectedParent: other })).outcome).toBe('reparented');
+    // The right parent: removed.
+    const removed = await scripts.removeJob(second.id, { children: true, notifyParent: false, expectedParent: f.parentQueue.keys.job(f.tree.job.id) });
+    expect(removed.outcome).toBe('removed');
+    expect(await f.childQueue.getJob(second.id)).toBeUndefined();
+  });
+
+  it('a removed parent leaves a job its dependencies name that is another parent\'s child now', async () => {
+    const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+    const flow = producer();
+    const first = await flow.add({ name: 'first', queueName: parents, children: [{ name: 'c', queueName: children, opts: { jobId: 'shared' } }] });
+    const childQueue = queue(children);
+    // The child was removed and added again under another parent, while the first parent (which
+    // a remove read before that) still names it: what a removal in flight sees.
+    await childQueue.remove('shared', { removeChildren: false });
+    const second = await flow.add({ name: 'second', queueName: parents, children: [{ name: 'c', queueName: children, opts: { jobId: 'shared' } }] });
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    await client.sadd(queue(parents).keys.flow(first.job.id, 'dependencies'), childQueue.keys.job('shared'));
+    await first.job.remove();
+    const kept = await childQueue.getJob('shared');
+    expect(kept?.parentKey).toBe(queue(parents).keys.job(second.job.id));
+    expect(await second.job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 1, failed: 0, ignored: 0 });
   });
 });
 

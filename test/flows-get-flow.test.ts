@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { FlowProducer, Queue, Worker, type FlowTreeNode, type ProcessorFunction } from '../lib/index.js';
-import { eventually, testConnection, uniqueQueueName } from './support/redis.js';
+import { Redis } from 'ioredis';
+import { Keys } from '../lib/protocol/keys.js';
+import { firstPages, listChildren, queueFirstPages, scanStep } from '../lib/runtime/flows/child-scan.js';
+import { eventually, newClient, redisUrl, singleNodeIt, testConnection, uniqueQueueName } from './support/redis.js';
 
 // FlowProducer.getFlow (docs/flows.md): a tree read back from Redis, its levels in other queues
 // (other hash slots: on the cluster run, other nodes).
@@ -145,6 +148,80 @@ describe('FlowProducer.getFlow', () => {
     expect(read.children![0]).toEqual({ job: undefined });
     release();
     await eventually(async () => (await added.job.getDependenciesCount()).processed === 2, 10_000, 'the other child settled');
+  });
+
+  /** A parent's flow keys, written directly: `open` children not finished, `failed` failed with no policy (in both keys), `done` completed. */
+  async function bigParent(counts: { open: number; failed: number; done: number }) {
+    const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+    const pk = new Keys(parents, 'emq');
+    const ck = new Keys(children, 'emq');
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    const key = (kind: string, i: number) => ck.job(`${kind}-${String(i).padStart(6, '0')}`);
+    const keys = (kind: string, n: number) => Array.from({ length: n }, (_, i) => key(kind, i));
+    const chunks = <T>(all: T[], size = 10_000) => Array.from({ length: Math.ceil(all.length / size) }, (_, i) => all.slice(i * size, (i + 1) * size));
+    for (const part of chunks([...keys('open', counts.open), ...keys('failed', counts.failed)])) await client.sadd(pk.flow('p', 'dependencies'), ...part);
+    for (const part of chunks(keys('failed', counts.failed))) await client.hset(pk.flow('p', 'unsuccessful'), ...part.flatMap((k) => [k, 'broke']));
+    for (const part of chunks(keys('done', counts.done))) await client.hset(pk.flow('p', 'processed'), ...part.flatMap((k) => [k, '1']));
+    return { client, pk, key, keys };
+  }
+
+  async function childrenListed(client: ReturnType<typeof newClient>, pk: Keys, max: number): Promise<string[]> {
+    const pipeline = client.pipeline();
+    queueFirstPages(pipeline, pk, 'p', scanStep(max));
+    const replies = ((await pipeline.exec()) ?? []).map(([error, reply]) => {
+      if (error) throw error;
+      return reply;
+    });
+    return listChildren(client, pk, 'p', firstPages(replies), max, scanStep(max));
+  }
+
+  it('lists a big parent\'s children by bounded scans, in order: completed, not finished (sorted), failed; each once, at most maxChildren', async () => {
+    // 50 not finished among 1,300 dependencies, 1,250 of them failed: the open ones are found
+    // only by scanning :dependencies on, with :unsuccessful too big to come whole.
+    const big = await bigParent({ open: 50, failed: 1250, done: 3 });
+    const listed = await childrenListed(big.client, big.pk, 100);
+    expect(listed.slice(0, 53)).toEqual([...big.keys('done', 3), ...big.keys('open', 50)]);
+    expect(listed).toHaveLength(100);
+    expect(new Set(listed).size).toBe(100);
+    expect(listed.slice(53).every((k) => k.includes(':failed-'))).toBe(true);
+    // All of them, when maxChildren allows: every child once.
+    const all = await childrenListed(big.client, big.pk, 10_000);
+    expect(all).toHaveLength(3 + 50 + 1250);
+    expect(all.slice(0, 53)).toEqual([...big.keys('done', 3), ...big.keys('open', 50)]);
+    expect(new Set(all.slice(53))).toEqual(new Set(big.keys('failed', 1250)));
+  });
+
+  // MONITOR sees one server's commands.
+  singleNodeIt('reads a parent of 100,000 children with bounded SSCAN steps, never one SMEMBERS or HKEYS reply', async () => {
+    const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+    const flow = producer();
+    const added = await flow.add({ name: 'p', queueName: parents, children: [{ name: 'real', queueName: children, opts: { jobId: 'real' } }] });
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    const pk = new Keys(parents, 'emq');
+    for (let from = 0; from < 100_000; from += 10_000) {
+      await client.sadd(pk.flow(added.job.id, 'dependencies'), ...Array.from({ length: 10_000 }, (_, i) => `emq:{${children}}:x${from + i}`));
+    }
+    const admin = new Redis(redisUrl());
+    const monitor = await admin.monitor();
+    closers.push(async () => {
+      monitor.disconnect();
+      admin.disconnect();
+    });
+    const sent: string[][] = [];
+    const marker = `getflow-done-${parents}`;
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.some((arg) => arg.includes(parents) || arg === marker)) sent.push(args);
+    });
+    const read = await flow.getFlow({ id: added.job.id, queueName: parents });
+    await client.echo(marker);
+    await eventually(() => sent.some((args) => args.includes(marker)), 5000, 'the marker seen by MONITOR');
+    expect(read.children).toHaveLength(20); // maxChildren's default
+    const commands = sent.map((args) => args[0].toLowerCase());
+    expect(commands).not.toContain('smembers');
+    expect(commands).not.toContain('hkeys');
+    expect(commands).toContain('sscan');
   });
 
   it('reads on a closed producer is refused', async () => {

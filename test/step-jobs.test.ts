@@ -170,6 +170,62 @@ describe('step jobs', () => {
     expect((await parent.getDependencies()).unprocessed.sort()).toEqual([`emq:{${children}}:${added[0].id}`, `emq:{${children}}:b`].sort());
   });
 
+  it('addBulk with parents checks every entry in Redis first: one that cannot be added writes nothing at all', async () => {
+    const [parents, children] = [uniqueQueueName('steps'), uniqueQueueName('kids')];
+    const parentQueue = queue(parents);
+    const childQueue = queue(children);
+    const parent = await parentQueue.add('p', {});
+    const other = await parentQueue.add('other', {});
+    const ref = { id: parent.id, queue: parent.queueQualifiedName };
+    await childQueue.add('holder', {}, { jobId: 'taken' });
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    const before = async () => ({
+      jobs: await childQueue.count(), ids: await client.get(childQueue.keys.id),
+      deps: await client.scard(parentQueue.keys.flow(parent.id, 'dependencies')), intents: await client.zcard(parentQueue.keys.flowPending),
+    });
+    const empty = await before();
+    expect(empty).toEqual({ jobs: 1, ids: null, deps: 0, intents: 0 });
+    // A parent that does not exist, after a plain job and a good child.
+    await expect(childQueue.addBulk([
+      { name: 'plain', data: 1, opts: { jobId: 'plain-1' } }, { name: 'a', data: 2, opts: { parent: ref } },
+      { name: 'b', data: 3, opts: { parent: { id: 'ghost', queue: parent.queueQualifiedName } } },
+    ])).rejects.toMatchObject({ name: 'EchoMQError', code: -1, message: expect.stringContaining('addBulk[2]: opts.parent') });
+    expect(await before()).toEqual(empty);
+    // A child id held by a job that is not this parent's child.
+    await expect(childQueue.addBulk([{ name: 'a', data: 2, opts: { parent: ref } }, { name: 'b', data: 3, opts: { parent: ref, jobId: 'taken' } }]))
+      .rejects.toMatchObject({ name: 'EchoMQOptionError', field: 'addBulk[1]: opts.jobId' });
+    expect(await before()).toEqual(empty);
+    // One id named twice with two parents.
+    await expect(childQueue.addBulk([
+      { name: 'a', data: 2, opts: { parent: ref, jobId: 'twice' } }, { name: 'b', data: 3, opts: { parent: { id: other.id, queue: other.queueQualifiedName }, jobId: 'twice' } },
+    ])).rejects.toMatchObject({ name: 'EchoMQOptionError', field: 'addBulk[1]: opts.jobId' });
+    await expect(childQueue.addBulk([{ name: 'plain', data: 1, opts: { jobId: 'twice' } }, { name: 'a', data: 2, opts: { parent: ref, jobId: 'twice' } }]))
+      .rejects.toMatchObject({ field: 'addBulk[1]: opts.jobId' });
+    expect(await before()).toEqual(empty);
+    // A parent these children would take past 10,000 unsettled ones.
+    await client.sadd(parentQueue.keys.flow(parent.id, 'dependencies'), ...Array.from({ length: 9_999 }, (_, i) => `emq:{${children}}:x${i}`));
+    await expect(childQueue.addBulk([{ name: 'a', data: 2, opts: { parent: ref } }, { name: 'b', data: 3, opts: { parent: ref } }]))
+      .rejects.toMatchObject({ name: 'EchoMQOptionError', field: 'addBulk[0]: opts.parent' });
+    expect(await before()).toEqual({ ...empty, deps: 9_999 });
+    // One of them fits; one already a dependency counts for nothing.
+    const [fits] = await childQueue.addBulk([{ name: 'a', data: 2, opts: { parent: ref, jobId: 'fits' } }]);
+    expect(fits.parent?.id).toBe(parent.id);
+    expect((await childQueue.addBulk([{ name: 'a', data: 2, opts: { parent: ref, jobId: 'fits' } }]))[0].id).toBe('fits');
+    await expect(childQueue.add('c', {}, { parent: ref })).rejects.toMatchObject({ field: 'add: opts.parent' });
+  });
+
+  it('add with a parent that does not exist writes nothing, not even an automatic id', async () => {
+    const name = uniqueQueueName('steps');
+    const q = queue(name);
+    const parent = await q.add('p', {});
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    const ids = await client.get(q.keys.id);
+    await expect(q.add('c', {}, { parent: { id: 'ghost', queue: parent.queueQualifiedName } })).rejects.toMatchObject({ code: -1 });
+    expect(await client.get(q.keys.id)).toBe(ids);
+  });
+
   it('a FlowProducer parent can wait again: moveToWaitingChildren with children added in its run', async () => {
     const [parents, children] = [uniqueQueueName('steps'), uniqueQueueName('kids')];
     const flow = new FlowProducer({ connection: testConnection() });

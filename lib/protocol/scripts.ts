@@ -139,11 +139,16 @@ export interface RemoveJobCall {
   children: boolean;
   /** Leave a notice for the job's parent (false when the parent is being removed too). */
   notifyParent: boolean;
+  /**
+   * Remove the job only while it is this parent's child (its job key): for a caller that read it
+   * as a child earlier. A job re-parented since answers 'reparented' and stays.
+   */
+  expectedParent?: string;
 }
 
 /** removeJob-14's answer. */
 export interface RemovedJob {
-  outcome: 'removed' | 'locked' | 'missing';
+  outcome: 'removed' | 'locked' | 'missing' | 'reparented';
   /** A removed child's notice for its parent (JSON [parentKey, outcome, value, policy]), now in its queue. */
   notice?: string;
   /** A removed parent's unsettled children (job keys), when asked. */
@@ -443,7 +448,8 @@ export class Scripts {
 
   /**
    * Removes a job with its flow keys (removeJob-14): 'removed', 'locked' (a worker holds it;
-   * nothing changed) or 'missing'. A removed child of a flow answers the notice for its parent now
+   * nothing changed), 'reparented' (`expectedParent` given and not its parent: nothing changed)
+   * or 'missing'. A removed child of a flow answers the notice for its parent now
    * in this queue (to deliver); a removed parent, with `children`, its unsettled children's keys.
    */
   async removeJob(jobId: string, opts: RemoveJobCall = { children: false, notifyParent: true }): Promise<RemovedJob> {
@@ -452,10 +458,11 @@ export class Scripts {
       script: SCRIPTS.removeJob,
       keys: [k.wait, k.paused, k.active, k.prioritized, k.delayed, k.completed, k.failed, k.stalled, k.events, k.job(jobId),
         k.waitingChildren, k.flowPending, k.notices, k.noticeData],
-      args: [jobId, this.maxEvents, opts.children ? '1' : '0', opts.notifyParent ? '1' : '0', Date.now()],
+      args: [jobId, this.maxEvents, opts.children ? '1' : '0', opts.notifyParent ? '1' : '0', Date.now(), opts.expectedParent ?? ''],
     }) as [number, string?, ...string[]];
     const [code, notice, ...children] = reply;
     if (code === 0) return { outcome: 'locked', children: [] };
+    if (code === 2) return { outcome: 'reparented', children: [] };
     if (code !== 1) return { outcome: 'missing', children: [] };
     return { outcome: 'removed', notice: notice === '' ? undefined : notice, children };
   }

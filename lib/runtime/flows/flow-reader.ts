@@ -4,6 +4,7 @@ import { assertQueueName, describe } from '../../protocol/names.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { canNameJob, Job, type JobContext } from '../queue/job.js';
 import { MAX_CHILDREN } from './flow-tree.js';
+import { firstPages, listChildren, queueFirstPages, scanStep } from './child-scan.js';
 import { parseJobKey } from './parent-notices.js';
 
 /** Where getFlow starts and how far it reads (BullMQ's NodeOpts). */
@@ -60,8 +61,9 @@ interface Pending {
 /**
  * Reads a flow's tree top-down, a level at a time. The jobs of a level are read by queue (each
  * queue is one hash slot, maybe on its own cluster node), one pipeline per queue and up to
- * NODES_PER_PIPELINE jobs: a job's hash and, when its children are wanted, its four flow keys.
- * A level's children are the next level's jobs.
+ * NODES_PER_PIPELINE jobs: a job's hash and, when its children are wanted, the first bounded
+ * scan step of its four child keys (a big parent is read on in further steps, up to
+ * maxChildren). A level's children are the next level's jobs.
  */
 export async function readFlow(
   client: RedisClient,
@@ -77,7 +79,7 @@ export async function readFlow(
     await Promise.all([...groupByQueue(level).values()].map(async (jobs) => {
       for (let i = 0; i < jobs.length; i += NODES_PER_PIPELINE) {
         const chunk = jobs.slice(i, i + NODES_PER_PIPELINE);
-        const read = await readJobs(client, chunk, wantChildren);
+        const read = await readJobs(client, chunk, wantChildren, opts.maxChildren);
         chunk.forEach((pending, j) => {
           const { fields, childKeys } = read[j];
           if (Object.keys(fields).length === 0) return; // gone: its node stays { job: undefined }
@@ -100,39 +102,29 @@ export async function readFlow(
   return root;
 }
 
-/** One pipeline in one queue's slot: each job's hash, and its children's keys when wanted. */
-async function readJobs(client: RedisClient, jobs: Pending[], wantChildren: boolean): Promise<Array<{ fields: Record<string, string>; childKeys: string[] }>> {
+/**
+ * One pipeline in one queue's slot: each job's hash and, when its children are wanted, the first
+ * bounded step of each of its four child keys (child-scan.ts); a parent whose first steps did not
+ * hold enough children is read on, a step at a time.
+ */
+async function readJobs(client: RedisClient, jobs: Pending[], wantChildren: boolean, maxChildren: number): Promise<Array<{ fields: Record<string, string>; childKeys: string[] }>> {
+  const step = scanStep(maxChildren);
   const pipeline = client.pipeline();
   for (const { keys, id } of jobs) {
     pipeline.hgetall(keys.job(id));
-    if (wantChildren) {
-      pipeline.hkeys(keys.flow(id, 'processed'))
-        .smembers(keys.flow(id, 'dependencies'))
-        .hkeys(keys.flow(id, 'unsuccessful'))
-        .hkeys(keys.flow(id, 'ignored'));
-    }
+    if (wantChildren) queueFirstPages(pipeline, keys, id, step);
   }
   const replies = ((await pipeline.exec()) ?? []).map(([error, reply]) => {
     if (error) throw error;
     return reply;
   });
   const per = wantChildren ? 5 : 1;
-  return jobs.map((_, i) => {
-    const [fields, processed, open, unsuccessful, ignored] = replies.slice(i * per, i * per + per) as
-      [Record<string, string>, string[]?, string[]?, string[]?, string[]?];
-    return { fields, childKeys: wantChildren ? childrenInOrder(processed!, open!, unsuccessful!, ignored!) : [] };
-  });
-}
-
-/**
- * A parent's children, each once, in BullMQ's order: completed, not finished, failed, ignored. A
- * child that failed with no policy is in both :dependencies and :unsuccessful: it counts as failed.
- * Open children are sorted so that a tree read twice lists them alike (a set has no order).
- */
-function childrenInOrder(processed: string[], open: string[], unsuccessful: string[], ignored: string[]): string[] {
-  const failed = new Set(unsuccessful);
-  const unprocessed = open.filter((key) => !failed.has(key)).sort();
-  return [...new Set([...processed, ...unprocessed, ...unsuccessful, ...ignored])];
+  return Promise.all(jobs.map(async ({ keys, id }, i) => {
+    const fields = replies[i * per] as Record<string, string>;
+    if (!wantChildren || Object.keys(fields).length === 0) return { fields, childKeys: [] };
+    const pages = firstPages(replies.slice(i * per + 1, i * per + per));
+    return { fields, childKeys: await listChildren(client, keys, id, pages, maxChildren, step) };
+  }));
 }
 
 function groupByQueue(jobs: Pending[]): Map<string, Pending[]> {

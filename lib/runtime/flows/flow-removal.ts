@@ -6,7 +6,8 @@ import type { RedisClient } from '../../protocol/script.js';
 import { Scripts } from '../../protocol/scripts.js';
 import { DEFAULTS } from '../options.js';
 import type { JobContext } from '../queue/job.js';
-import { parseJobKey, parseNotice } from './parent-notices.js';
+import { parseNotice } from './notice.js';
+import { parseJobKey } from './parent-notices.js';
 
 /** What job.remove and queue.remove take (BullMQ's shape). */
 export interface RemoveOptions {
@@ -34,15 +35,21 @@ export async function removeJobOfFlow(context: JobContext, jobId: string, opts: 
   const removeChildren = opts.removeChildren !== false;
   const maxEvents = context.maxEvents ?? DEFAULTS.maxEvents;
   const removed = await context.scripts.removeJob(jobId, { children: removeChildren, notifyParent: true });
-  if (removed.outcome !== 'removed') return removed.outcome;
+  // 'reparented' needs an expected parent, which this call does not give.
+  if (removed.outcome !== 'removed') return removed.outcome === 'reparented' ? 'missing' : removed.outcome;
   if (removed.notice !== undefined) await tellParent(context.client, context.keys, jobId, removed.notice, maxEvents);
-  if (removed.children.length > 0) await removeDescendants(context.client, removed.children, maxEvents);
+  if (removed.children.length > 0) await removeDescendants(context.client, context.keys.job(jobId), removed.children, maxEvents);
   return 'removed';
 }
 
-/** Settles a removed child's notice in its parent's queue, then deletes it from the child's. */
+/**
+ * Settles a removed child's notice in its parent's queue, then deletes it from the child's.
+ * removeJob-14 answers only a notice it could read (its own, or one it kept), so `null` here
+ * would be another runtime's doing: the notice is then left to the sweep, which reports it.
+ */
 async function tellParent(client: RedisClient, keys: Keys, childId: string, json: string, maxEvents: number): Promise<void> {
   const notice = parseNotice(childId, json);
+  if (!notice) return;
   const parent = parseJobKey(notice.parentKey);
   if (parent) {
     await new FlowScripts(client, parent.keys, maxEvents).settleChildren(
@@ -51,22 +58,27 @@ async function tellParent(client: RedisClient, keys: Keys, childId: string, json
   await new FlowScripts(client, keys, maxEvents).ackNotices([notice]);
 }
 
-/** Removes children (and theirs) whose parent was removed: no notices, their parent is gone. */
-async function removeDescendants(client: RedisClient, childKeys: string[], maxEvents: number): Promise<void> {
+/**
+ * Removes children (and theirs) whose parent was removed: no notices, their parent is gone. Each
+ * is removed only while it is still the child of the parent it was read from (removeJob-14's
+ * expected parent): one removed and added again under another parent since is that one's now.
+ */
+async function removeDescendants(client: RedisClient, parentKey: string, childKeys: string[], maxEvents: number): Promise<void> {
   const scripts = new Map<string, Scripts>();
   const scriptsOf = (keys: Keys): Scripts => {
     let found = scripts.get(keys.base);
     if (!found) scripts.set(keys.base, (found = new Scripts(client, keys, maxEvents)));
     return found;
   };
-  for (let level = childKeys; level.length > 0;) {
-    const next: string[] = [];
+  let level = childKeys.map((childKey) => ({ childKey, parentKey }));
+  while (level.length > 0) {
+    const next: typeof level = [];
     for (let i = 0; i < level.length; i += CHILD_BATCH) {
-      const replies = await Promise.all(level.slice(i, i + CHILD_BATCH).map(async (childKey) => {
+      const replies = await Promise.all(level.slice(i, i + CHILD_BATCH).map(async ({ childKey, parentKey: expectedParent }) => {
         const child = parseJobKey(childKey);
         if (!child) return [];
-        const { children } = await scriptsOf(child.keys).removeJob(child.id, { children: true, notifyParent: false });
-        return children;
+        const { children } = await scriptsOf(child.keys).removeJob(child.id, { children: true, notifyParent: false, expectedParent });
+        return children.map((grandchild) => ({ childKey: grandchild, parentKey: childKey }));
       }));
       for (const children of replies) next.push(...children);
     }

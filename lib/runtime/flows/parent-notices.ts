@@ -2,15 +2,7 @@ import { FlowScripts, type ChildOutcome, type ParentPolicy } from '../../protoco
 import { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { CallBatcher } from '../queue/call-batcher.js';
-
-/** A finished child's news for its parent, as finishFlowJob-8 left it in the child's queue. */
-export interface Notice {
-  childId: string;
-  parentKey: string;
-  outcome: 'completed' | 'failed';
-  value: string;
-  policy: ParentPolicy;
-}
+import { parseNotice, type Notice } from './notice.js';
 
 /** Notices a sweep takes per call: a bounded read, and as many settles. */
 const SWEEP_BATCH = 100;
@@ -131,10 +123,9 @@ export class ParentNotices {
     let swept = 0;
     for (;;) {
       const old = await this.own.oldNotices(now - this.sweepAfterMs, SWEEP_BATCH);
-      await Promise.all(old.map(async ({ childId, notice }) => {
+      await Promise.all(old.map(({ childId, notice }) =>
         // No data: it went with an earlier ack (ackNotices-2 drops the leftover entry).
-        await (notice === undefined ? this.ack(this.keys, { childId, parentKey: '', outcome: 'failed', value: '', policy: '' }) : this.deliver(parseNotice(childId, notice), this.keys));
-      }));
+        (notice === undefined ? this.ack(this.keys, unreadable(childId)) : this.deliverStoredNotice(this.keys, childId, notice))));
       swept += old.length;
       if (old.length < SWEEP_BATCH || Date.now() >= until) return swept;
     }
@@ -193,8 +184,22 @@ export class ParentNotices {
     const data = await this.client.hmget(keys.noticeData, ...childIds);
     await Promise.all(childIds.map((childId, i) => {
       const notice = data[i];
-      return notice === null ? undefined : this.deliver(parseNotice(childId, notice), keys);
+      return notice === null ? undefined : this.deliverStoredNotice(keys, childId, notice);
     }));
+  }
+
+  /**
+   * Delivers a notice as Redis holds it. One that is no notice (parseNotice: bad JSON, not an
+   * array, fields missing or of the wrong kind) can never be delivered: it is reported once,
+   * through the worker's error channel, and deleted (ackNotices-2 deletes such data whatever it
+   * is asked), rather than read and refused again by every sweep.
+   */
+  private async deliverStoredNotice(keys: Keys, childId: string, json: string): Promise<void> {
+    const notice = parseNotice(childId, json);
+    if (notice) return this.deliver(notice, keys);
+    const shown = json.length > 200 ? `${json.slice(0, 200)}...` : json;
+    this.onError(new Error(`EchoMQ: the notice of job ${childId} of queue ${keys.queueName} is not a notice ([parentKey, outcome, value, policy]): ${shown}; dropped`));
+    await this.ack(keys, unreadable(childId));
   }
 }
 
@@ -204,9 +209,10 @@ export function parseJobKey(jobKey: string): { keys: Keys; id: string } | undefi
   return match ? { keys: new Keys(match[2], match[1]), id: match[3] } : undefined;
 }
 
-/** A notice's JSON ([parentKey, outcome, value, policy], as finishFlowJob-8 writes it). */
-export function parseNotice(childId: string, json: string): Notice {
-  const [parentKey, outcome, value, policy] = JSON.parse(json) as Array<string | null>;
-  // A field written as null (another runtime) reads as "", as ackNotices-2 reads it.
-  return { childId, parentKey: parentKey ?? '', outcome: outcome as Notice['outcome'], value: value ?? '', policy: (policy ?? '') as ParentPolicy };
+/**
+ * What an ack of a notice that cannot be delivered sends: no stored notice says this (a parentKey
+ * is never ""), so ackNotices-2 deletes only data that is no notice, or nothing is left.
+ */
+function unreadable(childId: string): Notice {
+  return { childId, parentKey: '', outcome: 'failed', value: '', policy: '' };
 }

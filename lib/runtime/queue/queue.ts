@@ -21,6 +21,7 @@ import { toJson } from './serialize.js';
 import { deleteDeduplicationKeys } from './deduplication-keys.js';
 import { FlowScripts } from '../../protocol/flow-scripts.js';
 import { parentPolicyOf, POLICIES } from '../flows/flow-tree.js';
+import { checkChildAdds } from '../flows/child-add-checks.js';
 import { addChild, checkJobRef, type CheckedParent } from '../flows/step-jobs.js';
 import { removeJobOfFlow, type RemoveOptions } from '../flows/flow-removal.js';
 import { JobSchedulers, type JobSchedulerJson } from '../schedulers/job-schedulers.js';
@@ -112,7 +113,10 @@ export class Queue<Data = unknown, Result = unknown> {
   async add(name: string, data: Data, opts: JobOptions = {}): Promise<Job<Data, Result>> {
     const prepared = this.prepare(name, data, opts, 'add');
     this.assertOpen();
-    if (prepared.parent) return this.addWithParent(prepared);
+    if (prepared.parent) {
+      await this.checkChildAdds([prepared], `add of job "${name}" with a parent to queue ${this.name}`);
+      return this.addWithParent(prepared);
+    }
     if (this.parts.length > 1) await this.checkCount();
     const part = this.route(prepared.opts);
     const added = await part.adds.submit(prepared.job).catch((error: unknown) => {
@@ -130,7 +134,9 @@ export class Queue<Data = unknown, Result = unknown> {
     const prepared = jobs.map((job, i) => this.prepare(job?.name, job?.data, job?.opts ?? {}, `addBulk[${i}]`));
     this.assertOpen();
     // Children go one by one (each takes three calls over two slots); the others in bulk, as before.
+    // Every entry is checked in Redis first (parents, ids): one that cannot be added writes nothing.
     if (prepared.some((p) => p.parent)) {
+      await this.checkChildAdds(prepared, `addBulk of ${jobs.length} jobs to queue ${this.name}`);
       const plain = jobs.filter((_, i) => !prepared[i].parent);
       const added = plain.length > 0 ? await this.addBulk(plain) : [];
       let next = 0;
@@ -554,6 +560,15 @@ export class Queue<Data = unknown, Result = unknown> {
     if (this.parts.length > 1) throw new EchoMQOptionError(`${at}: opts.parent`, `is not supported on a partitioned queue (${this.name} has ${this.parts.length} partitions)`);
     if (opts.deduplication !== undefined) throw new EchoMQOptionError(`${at}: opts.deduplication`, 'is not supported with a parent: a child is added once, by its id');
     return checkJobRef(opts.parent, `${at}: opts.parent`);
+  }
+
+  /** What adds with `parent` are checked for in Redis before anything is written (child-add-checks.ts). */
+  private async checkChildAdds(prepared: Prepared[], action: string): Promise<void> {
+    const entries = prepared.map((p) => ({ at: p.at, customId: p.job.customId, parent: p.parent }));
+    await checkChildAdds(this.client, this.parts[0].keys, this.name, entries).catch((error: unknown) => {
+      if (error instanceof EchoMQError || error instanceof EchoMQOptionError) throw error;
+      throw explainRedisError(error, action);
+    });
   }
 
   /** A child of a job (opts.parent): addChild's three steps over the two slots (docs/flows.md, "Step jobs"). */
