@@ -81,6 +81,34 @@ describe('a producer that died after writing a parent', () => {
     expect(await client.zcard(new Keys(children, 'emq').flowPending)).toBe(0);
   }, 50_000);
 
+  it('lets a child whose spec cannot be read go, said once, and makes the rest: the parent completes', async () => {
+    const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+    const root = planFlow({
+      name: 'parent', queueName: parents,
+      children: [{ name: 'a', queueName: children, data: { n: 1 } }, { name: 'b', queueName: children, data: { n: 2 } }],
+    }, 'emq', undefined);
+    const client = redis();
+    const parentKeys = new Keys(parents, 'emq');
+    expect(await new FlowScripts(client, parentKeys, 10_000).addFlowJobs([root.record], MINUTE_AGO())).toEqual(['added']);
+    // b's spec damaged in the intent (a runtime's bug, a hand edit): it could never be made.
+    const bKey = new Keys(children, 'emq').job(root.children[1].record.id);
+    await client.hset(parentKeys.flow(root.record.id, 'pending'), bKey, '{"queueName":');
+
+    worker(children, async (job) => (job.data as { n: number }).n);
+    const errors: Error[] = [];
+    const parentWorker = new Worker(parents, async (job) => job.getChildrenValues(), { connection: testConnection() });
+    parentWorker.on('error', (error) => errors.push(error));
+    closers.push(() => parentWorker.close(true));
+    const parent = await finished(queue(parents), root.record.id, 20_000);
+    expect(await parent.getState()).toBe('completed');
+    expect(Object.values(parent.returnvalue as Record<string, number>)).toEqual([1]);
+    expect(errors.map((error) => error.message)).toEqual([
+      `EchoMQ: flow recovery: the intent of parent ${parentKeys.job(root.record.id)} holds an unreadable spec for ${bKey}; the parent goes on without it`,
+    ]);
+    expect(await client.zcard(parentKeys.flowPending)).toBe(0);
+    expect(await client.exists(parentKeys.flow(root.record.id, 'pending'))).toBe(0);
+  }, 30_000);
+
   it('a second roll-forward of an intent already made changes nothing (idempotent)', async () => {
     const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
     const root = planFlow({ name: 'p', queueName: parents, children: [{ name: 'a', queueName: children }] }, 'emq', undefined);

@@ -78,15 +78,27 @@ export class FlowRecovery {
     // ioredis answers [field, value] pairs, a plain RESP2 client a flat list: both read the same.
     const flat = ((await this.client.call('HRANDFIELD', this.keys.flow(parentId, 'pending'), SPECS_PER_PARENT, 'WITHVALUES')) as Array<string | string[]>).flat();
     const groups = new Map<string, { keys: Keys; records: FlowJobRecord[]; childKeys: string[] }>();
+    const made: string[] = [];
+    const unreadable: string[] = [];
     for (let i = 0; i < flat.length; i += 2) {
       const spec = parseSpec(flat[i + 1]);
+      if (!spec) {
+        unreadable.push(flat[i]);
+        continue;
+      }
       const keys = new Keys(spec.queueName, spec.prefix);
       let group = groups.get(keys.base);
       if (!group) groups.set(keys.base, group = { keys, records: [], childKeys: [] });
       group.records.push(spec.record);
       group.childKeys.push(flat[i]);
     }
-    const made: string[] = [];
+    // A spec that cannot be read could never be made: said once, and the parent goes on without
+    // that child (policy remove, as for a taken id) instead of every sweep failing on it.
+    for (const childKey of unreadable) {
+      this.onError(new Error(`EchoMQ: flow recovery: the intent of parent ${this.keys.job(parentId)} holds an unreadable spec for ${childKey}; the parent goes on without it`));
+      await this.notices.settle(this.keys.job(parentId), { childKey, outcome: 'failed', value: `${GONE}: its spec could not be read`, policy: 'remove' });
+      made.push(childKey);
+    }
     await Promise.all([...groups.values()].map(async ({ keys, records, childKeys }) => {
       const codes = await new FlowScripts(this.client, keys, this.maxEvents).addFlowJobs(records, now);
       await Promise.all(codes.map(async (code, i) => {

@@ -149,9 +149,22 @@ export function specOf(node: FlowNode): FlowSpec {
   return { queueName: node.queueName, prefix: node.prefix, record: node.record };
 }
 
-/** A spec read back from a parent's intent (the sweep's roll-forward). */
-export function parseSpec(spec: string): FlowSpec {
-  return JSON.parse(spec) as FlowSpec;
+/**
+ * A spec read back from a parent's intent (the sweep's roll-forward); null when it is not one (bad
+ * JSON, or not the layout specOf writes): the caller lets that child go rather than fail every sweep.
+ */
+export function parseSpec(spec: string): FlowSpec | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(spec);
+  } catch {
+    return null;
+  }
+  const { queueName, prefix, record } = (parsed ?? {}) as Partial<FlowSpec>;
+  if (typeof queueName !== 'string' || typeof prefix !== 'string' || typeof record !== 'object' || record === null) return null;
+  const { id, name, data, opts, timestamp } = record;
+  if (typeof id !== 'string' || typeof name !== 'string' || typeof data !== 'string' || typeof opts !== 'string' || typeof timestamp !== 'number') return null;
+  return parsed as FlowSpec;
 }
 
 /** The tree's jobs level by level, the root's level first: a level is written once the one above it is. */
