@@ -352,9 +352,10 @@ export class Queue<Data = unknown, Result = unknown> {
    * record them (BullMQ's name and shape): `data` holds closed minutes, newest first, `start` to
    * `end` (inclusive, negative from the end as LRANGE); `meta.count` every job counted;
    * `count - prevCount` the open minute's jobs, from `prevTS`. All zeros when no worker records
-   * metrics. A partitioned queue keeps them in partition 0's slot. docs/observability.md, "Metrics".
+   * metrics. A partitioned queue keeps them in partition 0's slot. A bad `type`, `start` or `end`
+   * rejects the promise (EchoMQOptionError) before Redis is read. docs/observability.md, "Metrics".
    */
-  getMetrics(type: MetricsType, start = 0, end = -1): Promise<Metrics> {
+  async getMetrics(type: MetricsType, start = 0, end = -1): Promise<Metrics> {
     if (type !== 'completed' && type !== 'failed') throw new EchoMQOptionError('type', `is ${describe(type)}; metrics are kept for "completed" and "failed"`);
     assertIndex(start, 'start');
     assertIndex(end, 'end');
