@@ -39,6 +39,7 @@ async function bootstrap(): Promise<void> {
   logger.log(`  curl ${base}/schedulers     curl '${base}/jobs?state=delayed,completed'`);
   logger.log(`  curl -X POST ${base}/reports -H 'content-type: application/json' -d '{"pages":5}'   (a flow)`);
   logger.log(`  bull-board: ${base}${BOARD_PATH}`);
+  logger.log(`  curl ${base}/health         curl ${base}/metrics`);
 }
 
 void bootstrap();

@@ -9,9 +9,10 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestingModule } from '@nestjs/testing';
 import { EchoMQModule, Queue, Worker } from '../lib/index.js';
-import { EchoMQAdapter, echoMQBoardAdapters } from '../lib/integrations/bull-board/index.js';
+import { BOARD_METRICS_MINUTES, EchoMQAdapter, echoMQBoardAdapters } from '../lib/integrations/bull-board/index.js';
+import { recordMetrics } from '../lib/protocol/metrics.js';
 import { startApp } from './support/nest.js';
-import { eventually, testConnection, uniqueQueueName } from './support/redis.js';
+import { eventually, masters, onCluster, testConnection, uniqueQueueName } from './support/redis.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -87,7 +88,7 @@ describe('bull-board: the board over HTTP (@bull-board/express)', () => {
     ids.completed = ok.id;
     ids.failed = bad.id;
     ids.waiting = (await queue.add('w', { n: 3 })).id;
-    await queue.add('w', { n: 4 });
+    ids.waitingNewest = (await queue.add('w', { n: 4 })).id;
     ids.prioritized = (await queue.add('p', { n: 5 }, { priority: 3 })).id;
     ids.delayed = (await queue.add('d', { n: 6 }, { delay: 3_600_000 })).id;
 
@@ -127,12 +128,19 @@ describe('bull-board: the board over HTTP (@bull-board/express)', () => {
     expect(listed.statuses).toContain('latest');
   });
 
-  it('pages the jobs of one state', async () => {
-    const { body } = await call('GET', `/api/queues?activeQueue=${queue.name}&status=waiting&page=1&jobsPerPage=1`);
-    const listed = body.queues.find((q: { name: string }) => q.name === queue.name);
-    expect(listed.jobs).toHaveLength(1);
-    expect(listed.jobs[0].id).toBe(ids.waiting);
-    expect(listed.pagination.pageCount).toBe(2);
+  it('pages the jobs of one state, newest first as BullMQ\'s adapter shows them', async () => {
+    const page = async (n: number) => {
+      const { body } = await call('GET', `/api/queues?activeQueue=${queue.name}&status=waiting&page=${n}&jobsPerPage=1`);
+      return body.queues.find((q: { name: string }) => q.name === queue.name);
+    };
+    const first = await page(1);
+    expect(first.jobs.map((job: { id: string }) => job.id)).toEqual([ids.waitingNewest]);
+    expect(first.pagination.pageCount).toBe(2);
+    expect((await page(2)).jobs.map((job: { id: string }) => job.id)).toEqual([ids.waiting]);
+    // The "latest" view: each state's first page, newest first within it.
+    const { body } = await call('GET', `/api/queues?activeQueue=${queue.name}&status=latest&page=1&jobsPerPage=10`);
+    const latest = body.queues.find((q: { name: string }) => q.name === queue.name).jobs.map((job: { id: string }) => job.id);
+    expect(latest.indexOf(ids.waitingNewest)).toBeLessThan(latest.indexOf(ids.waiting));
   });
 
   it('a job\'s detail: data, options, state, return value, failure and stack trace, logs', async () => {
@@ -156,6 +164,7 @@ describe('bull-board: the board over HTTP (@bull-board/express)', () => {
     expect(metrics.status).toBe(200);
     expect(metrics.body.completed.meta.count).toBe(1);
     expect(metrics.body.failed.meta.count).toBe(1);
+    expect(metrics.body.completed.meta.prevTS % 60_000).toBe(0);
     const stats = await call('GET', '/api/redis/stats');
     expect(stats.status).toBe(200);
     expect(typeof stats.body.version).toBe('string');
@@ -184,6 +193,113 @@ describe('bull-board: the board over HTTP (@bull-board/express)', () => {
     expect((await queue.getJobCounts('completed')).completed).toBe(0);
   });
 });
+
+describe('bull-board: what the adapter reads', () => {
+  const connection = testConnection();
+  const opened: Queue[] = [];
+  afterAll(async () => {
+    for (const queue of opened) {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+  const open = (options: { partitions?: number } = {}) => {
+    const queue = new Queue(uniqueQueueName('board-reads'), { connection, ...options });
+    opened.push(queue);
+    return queue;
+  };
+
+  it('every state newest first: waiting by add, delayed by due time, prioritized last to run first, finished by finish', async () => {
+    const queue = open();
+    const adapter = new EchoMQAdapter(queue);
+    const ids = (jobs: Array<{ toJSON(): { id?: unknown } }>) => jobs.map((job) => job.toJSON().id);
+    const waiting = [await queue.add('a', {}), await queue.add('b', {}), await queue.add('c', {})].map((job) => job.id);
+    const soon = (await queue.add('soon', {}, { delay: 60_000 })).id;
+    const late = (await queue.add('late', {}, { delay: 120_000 })).id;
+    const urgent = (await queue.add('urgent', {}, { priority: 1 })).id;
+    const minor = (await queue.add('minor', {}, { priority: 9 })).id;
+    expect(ids(await adapter.getJobs(['waiting']))).toEqual([...waiting].reverse());
+    expect(ids(await adapter.getJobs(['waiting'], 0, 1))).toEqual([waiting[2], waiting[1]]);
+    expect(ids(await adapter.getJobs(['delayed']))).toEqual([late, soon]);
+    expect(ids(await adapter.getJobs(['prioritized']))).toEqual([minor, urgent]);
+    // One at a time, a few ms each, so no two share a finish time (the completed set's score).
+    const finished: string[] = [];
+    const worker = new Worker(queue.name, async () => new Promise((done) => setTimeout(() => done('ok'), 3)), { connection, concurrency: 1 });
+    worker.on('completed', (job) => finished.push(job.id));
+    await eventually(() => finished.length === 5, 10_000, 'five jobs');
+    await worker.close();
+    expect(ids(await adapter.getJobs(['completed']))).toEqual([...finished].reverse());
+  });
+
+  it('metrics: the board\'s hour (60 closed minutes) when it names no range, the range when it does', async () => {
+    const queue = open();
+    const adapter = new EchoMQAdapter(queue);
+    const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    // 100 closed minutes, the oldest holding 1 job, each later one 1 more.
+    for (let i = 0; i <= 100; i++) await recordMetrics(queue.client, queue.keys, 'completed', i + 1, minute - (100 - i) * 60_000, 200);
+    const board = await adapter.getMetrics('completed');
+    expect(board.count).toBe(100);
+    expect(board.data).toHaveLength(BOARD_METRICS_MINUTES);
+    expect(board.data.slice(0, 3)).toEqual([100, 99, 98]);
+    expect(board.meta).toEqual({ count: 101 * 102 / 2, prevTS: minute, prevCount: 101 * 102 / 2 - 101 });
+    expect((await adapter.getMetrics('completed', 0, -1)).data).toHaveLength(100);
+    expect((await adapter.getMetrics('completed', 98, 99)).data).toEqual([2, 1]);
+    expect(await adapter.getMetrics('failed')).toEqual({ meta: { count: 0, prevTS: 0, prevCount: 0 }, data: [], count: 0 });
+  });
+
+  it('Redis stats of a partitioned queue: one INFO, or on a Cluster every master\'s merged', async () => {
+    const queue = open({ partitions: 3 });
+    const info = parseInfo(await new EchoMQAdapter(queue).getRedisInfo());
+    expect(info.get('redis_version')).toMatch(/^\d+\.\d+/);
+    const nodes = await masters(queue.client);
+    const each = await Promise.all(nodes.map(async (node) => parseInfo(await node.info())));
+    if (!onCluster) {
+      expect(info.get('redis_mode')).toBe(each[0].get('redis_mode'));
+      expect(info.get('cluster_masters')).toBeUndefined();
+      return;
+    }
+    expect(nodes.length).toBeGreaterThan(1);
+    expect(info.get('redis_mode')).toBe('cluster');
+    expect(info.get('cluster_masters')).toBe(String(nodes.length));
+    expect(info.get('cluster_masters_answered')).toBe(String(nodes.length));
+    // Summed: more than any one master holds; the youngest master's uptime; the oldest version.
+    const field = (fields: Map<string, string>, name: string) => Number(fields.get(name));
+    expect(field(info, 'used_memory')).toBeGreaterThan(Math.max(...each.map((f) => field(f, 'used_memory'))));
+    expect(field(info, 'connected_clients')).toBeGreaterThan(Math.max(...each.map((f) => field(f, 'connected_clients'))));
+    expect(field(info, 'uptime_in_seconds')).toBeLessThanOrEqual(Math.max(...each.map((f) => field(f, 'uptime_in_seconds'))));
+    expect(each.map((f) => f.get('redis_version'))).toContain(info.get('redis_version'));
+  });
+
+  it('the board\'s Redis stats over HTTP for a partitioned queue', async () => {
+    const queue = open({ partitions: 2 });
+    const serverAdapter = new ExpressAdapter();
+    serverAdapter.setBasePath('/board');
+    createBullBoard({ queues: [new EchoMQAdapter(queue)], serverAdapter });
+    const app = express();
+    app.use('/board', serverAdapter.getRouter());
+    const server = await new Promise<Server>((listening) => {
+      const s = app.listen(0, '127.0.0.1', () => listening(s));
+    });
+    try {
+      const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/board/api/redis/stats`);
+      expect(response.status).toBe(200);
+      const stats = (await response.json()) as { version: string; memory: { used: number }; clients: { connected: number } };
+      expect(stats.version).toMatch(/^\d+\.\d+/);
+      expect(stats.memory.used).toBeGreaterThan(0);
+      expect(stats.clients.connected).toBeGreaterThan(0);
+    } finally {
+      await new Promise<void>((closed) => server.close(() => closed()));
+    }
+  });
+});
+
+/** INFO's fields. */
+function parseInfo(text: string): Map<string, string> {
+  return new Map(text.split(/\r?\n/).filter((line) => line.includes(':') && !line.startsWith('#')).map((line) => {
+    const colon = line.indexOf(':');
+    return [line.slice(0, colon), line.slice(colon + 1)] as [string, string];
+  }));
+}
 
 describe('bull-board: every queue of a Nest app', () => {
   let app: TestingModule | undefined;

@@ -32,6 +32,121 @@ describe('metrics: recordMetrics-2', () => {
     }
   });
 
+  it('after an idle stretch: the closed minute, then one 0 per silent minute, each at its minute\'s index', async () => {
+    const queue = new Queue(uniqueQueueName('metrics'), { connection: testConnection() });
+    try {
+      await recordMetrics(queue.client, queue.keys, 'completed', 3, T0, 5);
+      await recordMetrics(queue.client, queue.keys, 'completed', 1, T0 + 4 * MINUTE, 5);
+      expect(await queue.getMetrics('completed')).toEqual({ meta: { count: 4, prevTS: T0 + 4 * MINUTE, prevCount: 3 }, data: [0, 0, 0, 3], count: 4 });
+      // A gap of exactly maxDataPoints: the minute closing is the oldest kept (index 4 = 5 minutes back).
+      await recordMetrics(queue.client, queue.keys, 'completed', 2, T0 + 9 * MINUTE, 5);
+      expect((await queue.getMetrics('completed')).data).toEqual([0, 0, 0, 0, 1]);
+      // One minute more than the list holds: the minute closing is out of range, every entry a silent minute.
+      await recordMetrics(queue.client, queue.keys, 'completed', 1, T0 + 15 * MINUTE, 5);
+      expect(await queue.getMetrics('completed')).toEqual({ meta: { count: 7, prevTS: T0 + 15 * MINUTE, prevCount: 6 }, data: [0, 0, 0, 0, 0], count: 5 });
+      // A time inside a minute is taken as that minute.
+      await recordMetrics(queue.client, queue.keys, 'completed', 1, T0 + 16 * MINUTE + 59_999, 5);
+      expect(await queue.getMetrics('completed')).toEqual({ meta: { count: 8, prevTS: T0 + 16 * MINUTE, prevCount: 7 }, data: [1, 0, 0, 0, 0], count: 5 });
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
+  it('a late count for a minute older than the list: in count, not in any entry, not in the open minute', async () => {
+    const queue = new Queue(uniqueQueueName('metrics'), { connection: testConnection() });
+    try {
+      // Another worker opened T0 first; this one's flush of T0 - 1 minute arrives after it.
+      await recordMetrics(queue.client, queue.keys, 'failed', 2, T0, 10);
+      await recordMetrics(queue.client, queue.keys, 'failed', 5, T0 - MINUTE, 10);
+      expect(await queue.getMetrics('failed')).toEqual({ meta: { count: 7, prevTS: T0, prevCount: 5 }, data: [], count: 0 });
+      await recordMetrics(queue.client, queue.keys, 'failed', 1, T0 + 2 * MINUTE, 10);
+      expect(await queue.getMetrics('failed')).toEqual({ meta: { count: 8, prevTS: T0 + 2 * MINUTE, prevCount: 7 }, data: [0, 2], count: 2 });
+      // Older than the kept minutes: the list keeps its entries where they are.
+      await recordMetrics(queue.client, queue.keys, 'failed', 4, T0 - 30 * MINUTE, 10);
+      expect(await queue.getMetrics('failed')).toEqual({ meta: { count: 12, prevTS: T0 + 2 * MINUTE, prevCount: 11 }, data: [0, 2], count: 2 });
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
+  it('any order of flushes from several workers gives the list a model of the minutes predicts', async () => {
+    const queue = new Queue(uniqueQueueName('metrics'), { connection: testConnection() });
+    const maxPoints = 7;
+    let seed = 12345;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    // The model: jobs per minute; the first minute ever recorded bounds the list's old end.
+    const perMinute = new Map<number, number>();
+    let first: number | undefined;
+    let newest: number | undefined;
+    let total = 0;
+    try {
+      for (let step = 0; step < 120; step++) {
+        // Mostly the newest minute or the next few (idle gaps), sometimes a late one.
+        const roll = random(10);
+        const at = newest ?? T0;
+        const minute = roll < 5 ? at : roll < 8 ? at + (1 + random(maxPoints + 2)) * MINUTE : at - random(maxPoints + 3) * MINUTE;
+        const jobs = 1 + random(4);
+        await recordMetrics(queue.client, queue.keys, 'completed', jobs, minute, maxPoints);
+        first ??= minute;
+        newest = Math.max(newest ?? minute, minute);
+        perMinute.set(minute, (perMinute.get(minute) ?? 0) + jobs);
+        total += jobs;
+        const length = Math.min(maxPoints, (newest - first) / MINUTE);
+        const data = Array.from({ length }, (_, i) => perMinute.get(newest! - (i + 1) * MINUTE) ?? 0);
+        const metrics = await queue.getMetrics('completed');
+        expect({ step, metrics }).toEqual({ step, metrics: { meta: { count: total, prevTS: newest, prevCount: total - (perMinute.get(newest) ?? 0) }, data, count: length } });
+      }
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
+  // MONITOR sees one server's commands.
+  singleNodeIt('however long the silence, one call pushes at most maxDataPoints entries', async () => {
+    const admin = new Redis(redisUrl());
+    const queue = new Queue(uniqueQueueName('metrics'), { connection: redisUrl() });
+    try {
+      await recordMetrics(queue.client, queue.keys, 'completed', 1, T0, 2500);
+      const monitor = await admin.monitor();
+      let pushed = 0;
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (source === 'lua' && args[0].toLowerCase() === 'lpush' && args[1].includes(queue.name)) pushed += args.length - 2;
+      });
+      await recordMetrics(queue.client, queue.keys, 'completed', 1, T0 + 100_000 * MINUTE, 2500);
+      await queue.getMetrics('completed'); // a round trip after the script: MONITOR has shown its commands
+      await eventually(() => pushed >= 2500, 5_000, 'the pushes seen');
+      monitor.disconnect();
+      expect(pushed).toBe(2500);
+      const metrics = await queue.getMetrics('completed', 0, 0);
+      expect(metrics.count).toBe(2500);
+    } finally {
+      admin.disconnect();
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
+  it('getMetrics answers a promise, and a bad argument rejects it by name before Redis is read', async () => {
+    const queue = new Queue(uniqueQueueName('metrics'), { connection: testConnection() });
+    try {
+      for (const [args, field] of [[['waiting'], 'type'], [['completed', 1.5], 'start'], [['failed', 0, 'x'], 'end']] as const) {
+        const answer = (queue.getMetrics as (...a: unknown[]) => unknown)(...args);
+        expect(answer).toBeInstanceOf(Promise);
+        const error = await (answer as Promise<unknown>).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(EchoMQOptionError);
+        expect((error as EchoMQOptionError).field).toBe(field);
+      }
+    } finally {
+      await queue.close();
+    }
+  });
+
   it('keeps at most maxDataPoints minutes, however long the silence (bounded pushes)', async () => {
     const queue = new Queue(uniqueQueueName('metrics'), { connection: testConnection() });
     try {
@@ -82,6 +197,32 @@ describe('metrics: a worker with metrics', () => {
       expect(errors).toEqual([]);
     } finally {
       await worker.close(true);
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
+  it('two workers recording the same minutes: every job counted once, in the minute it finished', async () => {
+    const connection = testConnection();
+    const queue = new Queue(uniqueQueueName('metrics'), { connection });
+    const workers = [0, 1].map(() => new Worker(queue.name, async () => 'ok', { connection, concurrency: 3, metrics: { maxDataPoints: 60 } }));
+    const errors: Error[] = [];
+    let completed = 0;
+    for (const worker of workers) {
+      worker.on('error', (error) => errors.push(error));
+      worker.on('completed', () => completed++);
+    }
+    try {
+      await queue.addBulk(Array.from({ length: 60 }, (_, i) => ({ name: 'n', data: { i } })));
+      await eventually(() => completed === 60, 10_000, 'the 60 jobs');
+      await Promise.all(workers.map((worker) => worker.close()));
+      const metrics = await queue.getMetrics('completed');
+      expect(metrics.meta.count).toBe(60);
+      // Whether a minute turned during the run or not, open minute + closed minutes hold all 60.
+      expect(metrics.meta.count - metrics.meta.prevCount + metrics.data.reduce((sum, n) => sum + n, 0)).toBe(60);
+      expect(errors).toEqual([]);
+    } finally {
+      await Promise.all(workers.map((worker) => worker.close(true)));
       await queue.obliterate({ force: true });
       await queue.close();
     }

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Inject, Injectable, Scope } from '@nestjs/common';
 import { REQUEST } from '@nestjs/core';
 import type { TestingModule } from '@nestjs/testing';
-import { EchoMQModule, OnWorkerEvent, Process, Processor, Queue, type Job } from '../lib/index.js';
+import { EchoMQModule, OnWorkerEvent, Process, Processor, Queue, WorkerOrchestrator, type Job } from '../lib/index.js';
 import { startApp } from './support/nest.js';
 import { eventually, testConnection, uniqueQueueName } from './support/redis.js';
 
@@ -160,6 +160,50 @@ describe('@Processor and @Process', () => {
     app = await startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection(), worker: { jobTimeout: 60_000 } })], providers: [Slow] });
     const job = await queue.add('slow', {});
     expect(await finished(queue, job.id)).toEqual({ state: 'failed', result: undefined, reason: `job ${job.id} timed out after 100 ms` });
+  });
+
+  it('takes metrics from the root worker defaults or from @Processor, whose own wins: getMetrics counts the jobs', async () => {
+    const own = uniqueQueueName('proc-own');
+    @Processor(name)
+    class Rooted {
+      @Process() run() {
+        return 'ok';
+      }
+    }
+    @Processor({ name: own, metrics: { maxDataPoints: 5 } })
+    class Own {
+      @Process() run() {
+        return 'ok';
+      }
+    }
+    app = await startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection(), worker: { metrics: { maxDataPoints: 60 } } })], providers: [Rooted, Own] });
+    const orchestrator = app.get(WorkerOrchestrator, { strict: false });
+    expect(orchestrator.getWorker(name)!.options.metrics).toEqual({ maxDataPoints: 60 });
+    expect(orchestrator.getWorker(own)!.options.metrics).toEqual({ maxDataPoints: 5 });
+    const ownQueue = new Queue(own, { connection: testConnection() });
+    try {
+      const jobs = [await queue.add('a', {}), await queue.add('b', {}), await ownQueue.add('c', {})];
+      await Promise.all(jobs.map((job, i) => finished(i < 2 ? queue : ownQueue, job.id)));
+      await app.close(); // the workers send their last counts as they close
+      app = undefined;
+      expect((await queue.getMetrics('completed')).meta.count).toBe(2);
+      expect((await ownQueue.getMetrics('completed')).meta.count).toBe(1);
+    } finally {
+      await ownQueue.close();
+    }
+  });
+
+  it('refuses a bad metrics option on @Processor at init, naming the field', async () => {
+    @Processor({ name, metrics: { maxDataPoints: 0 } })
+    class Bad {
+      @Process() run() {
+        return 'ok';
+      }
+    }
+    const error = await startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() })], providers: [Bad] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/metrics\.maxDataPoints/);
+    expect((error as Error).message).toMatch(/Bad/);
   });
 
   it('calls @OnWorkerEvent methods for active, progress, completed and failed; a throwing listener crashes nothing', async () => {

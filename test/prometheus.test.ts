@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
 import { EchoMQOptionError, LockManager, Queue, Worker } from '../lib/index.js';
-import { collectLockMetrics } from '../lib/integrations/prometheus/index.js';
+import { collectLockMetrics, joinPrometheusTexts } from '../lib/integrations/prometheus/index.js';
 import { eventually, newClient, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 
 // queue.exportPrometheusMetrics (no dependency) and the prom-client metrics of a LockManager.
@@ -38,8 +38,34 @@ describe('queue.exportPrometheusMetrics', () => {
       `echomq_job_count{queue="${name}",state="prioritized"} 1`,
       `echomq_job_count{queue="${name}",state="waiting"} 2`,
       `echomq_job_count{queue="${name}",state="waiting-children"} 0`,
+      '# HELP echomq_job_completed_total Jobs completed, as counted by workers with the metrics option',
+      '# TYPE echomq_job_completed_total counter',
+      `echomq_job_completed_total{queue="${name}"} 0`,
+      '# HELP echomq_job_failed_total Jobs failed with no retry left, as counted by workers with the metrics option',
+      '# TYPE echomq_job_failed_total counter',
+      `echomq_job_failed_total{queue="${name}"} 0`,
       '',
     ].join('\n'));
+  });
+
+  it('counts the jobs completed and failed for good, as workers with metrics record them (getMetrics\' meta.count)', async () => {
+    const name = uniqueQueueName('prom');
+    const connection = testConnection();
+    const queue = track(new Queue(name, { connection }));
+    const worker = new Worker(name, async (job) => {
+      if (job.name === 'bad') throw new Error('no');
+      return 'ok';
+    }, { connection, metrics: { maxDataPoints: 60 } });
+    let settled = 0;
+    worker.on('completed', () => settled++);
+    worker.on('failed', () => settled++);
+    await queue.addBulk([{ name: 'ok', data: {} }, { name: 'ok', data: {} }, { name: 'ok', data: {} }, { name: 'bad', data: {} }]);
+    await eventually(() => settled === 4, 10_000, 'four jobs');
+    await worker.close(); // sends its counts
+    const text = await queue.exportPrometheusMetrics({ env: 'test' });
+    expect(text).toContain(`echomq_job_completed_total{queue="${name}",env="test"} 3\n`);
+    expect(text).toContain(`echomq_job_failed_total{queue="${name}",env="test"} 1\n`);
+    expect(text).toContain(`echomq_job_count{queue="${name}",state="completed",env="test"} 3\n`);
   });
 
   it('puts the extra labels on every sample, their values escaped as the text format wants', async () => {
@@ -48,7 +74,7 @@ describe('queue.exportPrometheusMetrics', () => {
     await queue.add('a', {});
     const text = await queue.exportPrometheusMetrics({ env: 'prod', note: 'say "hi"\\\nbye' });
     const samples = text.split('\n').filter((line) => line.length > 0 && !line.startsWith('#'));
-    expect(samples).toHaveLength(8);
+    expect(samples).toHaveLength(10);
     for (const line of samples) {
       expect(line).toMatch(SAMPLE);
       expect(line).toContain(',env="prod",note="say \\"hi\\"\\\\\\nbye"}');
@@ -79,6 +105,68 @@ describe('queue.exportPrometheusMetrics', () => {
       expect(error).toBeInstanceOf(EchoMQOptionError);
       expect((error as Error).message).toMatch(message);
     }
+  });
+});
+
+describe('joinPrometheusTexts (@echomq/nestjs/prometheus)', () => {
+  /** Each family's lines: its HELP and TYPE once, first, and its samples in one group. */
+  function expectWellFormed(text: string): Map<string, string[]> {
+    const families = new Map<string, string[]>();
+    let current = '';
+    for (const line of text.split('\n').filter((l) => l.length > 0)) {
+      const header = /^# (HELP|TYPE) (\S+)/.exec(line);
+      const sample = /^[^\s{]+/.exec(line)![0];
+      const name = header ? header[2] : sample === current || (sample.startsWith(current) && /^_(bucket|sum|count)$/.test(sample.slice(current.length))) ? current : sample;
+      if (name !== current) {
+        expect({ line, seenBefore: families.has(name) }).toEqual({ line, seenBefore: false });
+        families.set(name, []);
+        current = name;
+      }
+      families.get(name)!.push(line);
+    }
+    for (const [name, lines] of families) {
+      expect({ name, help: lines.filter((l) => l.startsWith('# HELP ')).length, type: lines.filter((l) => l.startsWith('# TYPE ')).length }).toEqual({ name, help: 1, type: 1 });
+    }
+    return families;
+  }
+
+  it('serves several queues and a prom-client registry on one route: each family once, its samples together', async () => {
+    const [a, b] = [uniqueQueueName('prom-a'), uniqueQueueName('prom-b')];
+    const [qa, qb] = [track(new Queue(a, { connection: testConnection() })), track(new Queue(b, { connection: testConnection() }))];
+    await qa.add('x', {});
+    await qb.addBulk([{ name: 'y', data: {} }, { name: 'z', data: {} }]);
+    const registry = new Registry();
+    const lockManager = new LockManager();
+    const metrics = collectLockMetrics(lockManager, { registry });
+    try {
+      const joined = joinPrometheusTexts(await qa.exportPrometheusMetrics(), await qb.exportPrometheusMetrics(), await registry.metrics());
+      const families = expectWellFormed(joined);
+      expect([...families.keys()]).toEqual([
+        'echomq_job_count', 'echomq_job_completed_total', 'echomq_job_failed_total',
+        'echomq_lock_jobs_held', 'echomq_lock_renewal_round_trip_seconds', 'echomq_lock_heartbeat_late_total', 'echomq_lock_lost_total', 'echomq_lock_heartbeat_errors_total',
+      ]);
+      const counts = families.get('echomq_job_count')!;
+      expect(counts).toContain(`echomq_job_count{queue="${a}",state="waiting"} 1`);
+      expect(counts).toContain(`echomq_job_count{queue="${b}",state="waiting"} 2`);
+      expect(counts.filter((l) => !l.startsWith('#'))).toHaveLength(16);
+      expect(families.get('echomq_job_completed_total')!.filter((l) => !l.startsWith('#'))).toEqual([`echomq_job_completed_total{queue="${a}"} 0`, `echomq_job_completed_total{queue="${b}"} 0`]);
+      // Concatenated as they are, the texts repeat the queue families' headers: what the join is for.
+      const concatenated = (await qa.exportPrometheusMetrics()) + (await qb.exportPrometheusMetrics());
+      expect(() => expectWellFormed(concatenated)).toThrow();
+      expect(joinPrometheusTexts()).toBe('');
+    } finally {
+      metrics.stop();
+      await lockManager.close();
+    }
+  });
+
+  it('keeps a histogram\'s _bucket, _sum and _count with their family, and a sample without headers in its own', () => {
+    const histogram = ['# HELP h a histogram', '# TYPE h histogram', 'h_bucket{le="1"} 1', 'h_bucket{le="+Inf"} 1', 'h_sum 0.5', 'h_count 1', ''].join('\n');
+    const joined = joinPrometheusTexts(histogram, 'loose 3\n', histogram.replace(/ 1$/gm, ' 2'));
+    expect(joined).toBe([
+      '# HELP h a histogram', '# TYPE h histogram', 'h_bucket{le="1"} 1', 'h_bucket{le="+Inf"} 1', 'h_sum 0.5', 'h_count 1',
+      'h_bucket{le="1"} 2', 'h_bucket{le="+Inf"} 2', 'h_sum 0.5', 'h_count 2', 'loose 3', '',
+    ].join('\n'));
   });
 });
 

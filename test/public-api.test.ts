@@ -63,7 +63,7 @@ describe('the integration entries', () => {
     expect(Object.keys(await import('../lib/integrations/terminus/index.js')).sort()).toEqual(['EchoMQHealthIndicator', 'EchoMQHealthModule']);
   });
 
-  it('@echomq/nestjs/prometheus exports the LockManager collector', async () => {
-    expect(Object.keys(await import('../lib/integrations/prometheus/index.js')).sort()).toEqual(['collectLockMetrics']);
+  it('@echomq/nestjs/prometheus exports the LockManager collector and the joining of texts', async () => {
+    expect(Object.keys(await import('../lib/integrations/prometheus/index.js')).sort()).toEqual(['collectLockMetrics', 'joinPrometheusTexts']);
   });
 });

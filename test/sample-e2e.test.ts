@@ -180,4 +180,35 @@ singleNodeDescribe('the sample app over HTTP', () => {
     expect(board.queues.map((q) => q.name).sort()).toEqual(['lock-demo', 'pages', 'reports']);
     expect(board.queues.find((q) => q.name === 'pages')?.counts.completed).toBe(4);
   });
+
+  it('answers GET /health with Terminus: ok, every queue up with its counts and workers', async () => {
+    const response = await fetch(`${base}/health`);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { status: string; info: { queues: { status: string; queues: Record<string, { counts: Record<string, number>; workers: number; paused: boolean }> } } };
+    expect(body.status).toBe('ok');
+    expect(body.info.queues.status).toBe('up');
+    expect(Object.keys(body.info.queues.queues).sort()).toEqual(['lock-demo', 'pages', 'reports']);
+    expect(body.info.queues.queues.reports).toMatchObject({ paused: false, workers: 1 });
+    expect(body.info.queues.queues.pages.counts.completed).toBeGreaterThanOrEqual(4);
+  });
+
+  it('answers GET /metrics with Prometheus text: job counts, completed totals from the workers\' metrics, the lock metrics', async () => {
+    // The workers send their per-minute counts about 5 s after a finish: poll until the pages' are in.
+    const text = await eventually(async () => {
+      const response = await fetch(`${base}/metrics`);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      const body = await response.text();
+      const completed = /^echomq_job_completed_total\{queue="pages",app="echomq-sample"\} (\d+)$/m.exec(body);
+      return completed && Number(completed[1]) >= 4 && body;
+    }, 15_000, 'the pages\' completed total') as string;
+    expect(text).toMatch(/^echomq_job_count\{queue="pages",state="completed",app="echomq-sample"\} [4-9]\d*$/m);
+    expect(text).toMatch(/^echomq_job_failed_total\{queue="reports",app="echomq-sample"\} \d+$/m);
+    // The render jobs' heartbeats were renewals of the reports queue's locks.
+    expect(text).toMatch(/^echomq_lock_renewal_round_trip_seconds_count\{queue="reports"\} [1-9]\d*$/m);
+    // One scrape: each metric's TYPE once.
+    const types = text.split('\n').filter((line) => line.startsWith('# TYPE ')).map((line) => line.split(' ')[2]);
+    expect(types).toEqual([...new Set(types)]);
+    expect(types).toEqual(expect.arrayContaining(['echomq_job_count', 'echomq_job_completed_total', 'echomq_job_failed_total', 'echomq_lock_jobs_held', 'echomq_lock_lost_total']));
+  });
 });

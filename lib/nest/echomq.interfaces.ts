@@ -5,10 +5,14 @@ import type { JobOptions, QueueOptions, WorkerOptions } from '../runtime/options
 import type { RepeatOptions } from '../runtime/schedulers/repeat-options.js';
 import type { JobSchedulerTemplate } from '../runtime/schedulers/template.js';
 
-/** The worker settings a root configuration or a @Processor may set (runtime defaults otherwise). */
+/**
+ * The worker settings a root configuration or a @Processor may set (runtime defaults otherwise);
+ * `metrics` turns on the per-minute counts queue.getMetrics reads (docs/observability.md).
+ */
 export type WorkerDefaults = Pick<WorkerOptions,
   'concurrency' | 'lockDuration' | 'lockRenewTime' | 'stalledInterval' | 'maxStalledCount' |
-  'drainDelay' | 'limiter' | 'heartbeatLateThreshold' | 'maxEvents' | 'closeTimeout' | 'partitionConcurrency' | 'settings' | 'jobTimeout'>;
+  'drainDelay' | 'limiter' | 'heartbeatLateThreshold' | 'maxEvents' | 'closeTimeout' | 'partitionConcurrency' | 'settings' | 'jobTimeout' |
+  'metrics'>;
 
 /** Options of one root configuration (forRoot / forRootAsync): one Redis, one prefix. */
 export interface EchoMQRootOptions {

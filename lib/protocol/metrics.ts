@@ -55,3 +55,11 @@ export async function readMetrics(client: RedisClient, keys: Keys, type: Metrics
     count: replies[2][1] as number,
   };
 }
+
+/** Every job counted so far of each type (`meta.count`, 0 without metrics), in one pipelined round trip. */
+export async function readMetricsTotals(client: RedisClient, keys: Keys): Promise<Record<MetricsType, number>> {
+  const replies = (await client.pipeline().hget(keys.metrics('completed').meta, 'count').hget(keys.metrics('failed').meta, 'count').exec()) ?? [];
+  for (const [error] of replies) if (error) throw error;
+  const [completed, failed] = replies.map(([, value]) => Number(value ?? 0));
+  return { completed, failed };
+}

@@ -12,7 +12,14 @@ import type { Job } from '../../runtime/queue/job.js';
 import type { Queue } from '../../runtime/queue/queue.js';
 import type { JobSchedulerJson } from '../../runtime/schedulers/job-schedulers.js';
 import { BoardJob } from './board-job.js';
+import { boardRedisInfo } from './redis-info.js';
 import { BOARD_STATUSES, stateOfStatus, type BoardStatus } from './statuses.js';
+
+/**
+ * The minutes of metrics the board reads when it names no range: its chart draws the last hour
+ * (the open minute and 59 closed ones). A worker may keep a week (10,080) or more.
+ */
+export const BOARD_METRICS_MINUTES = 60;
 
 /** What an EchoMQAdapter takes: bull-board's adapter options (readOnlyMode, allowRetries, displayName, ...). */
 export type EchoMQAdapterOptions = Partial<QueueAdapterOptions & { allowCompletedRetries: boolean }>;
@@ -50,8 +57,9 @@ export class EchoMQAdapter extends BaseAdapter {
     return null;
   }
 
-  async getRedisInfo(): Promise<string> {
-    return this.queue.client.info();
+  /** The Redis's INFO; on a Cluster every master's, merged (boardRedisInfo). */
+  getRedisInfo(): Promise<string> {
+    return boardRedisInfo(this.queue.client);
   }
 
   getStatuses(): Status[] {
@@ -70,10 +78,15 @@ export class EchoMQAdapter extends BaseAdapter {
     return board as JobCounts;
   }
 
+  /**
+   * Newest first in every state, as BullMQ's getJobs answers by default and the board pages them:
+   * the last added waiting job, the delayed job due last, the latest finished. `start` and `end`
+   * count per state (the board's "latest" view asks every state for its first page).
+   */
   async getJobs(jobStatuses: JobStatus[], start?: number, end?: number): Promise<QueueJob[]> {
     const states = jobStatuses.map((status) => stateOfStatus(status)).filter((state): state is JobState => state !== undefined);
     if (states.length === 0) return [];
-    const jobs = await this.queue.getJobs(states, start ?? 0, end ?? -1);
+    const jobs = await this.queue.getJobs(states, start ?? 0, end ?? -1, false);
     return jobs.map((job) => this.wrap(job));
   }
 
@@ -86,7 +99,9 @@ export class EchoMQAdapter extends BaseAdapter {
     return (await this.queue.getJobLogs(id)).logs;
   }
 
+  /** queue.getMetrics; without a range, the newest BOARD_METRICS_MINUTES closed minutes (the board asks for none). */
   getMetrics(type: MetricsType, start?: number, end?: number): Promise<QueueMetrics> {
+    if (start === undefined && end === undefined) return this.queue.getMetrics(type, 0, BOARD_METRICS_MINUTES - 1);
     return this.queue.getMetrics(type, start ?? 0, end ?? -1);
   }
 

@@ -3,7 +3,7 @@
  * Its own entry so that `@bull-board/api`, an optional peer dependency, is loaded only by apps
  * that import it: the core entry (lib/index.ts) never does.
  */
-export { EchoMQAdapter, type EchoMQAdapterOptions } from './echomq-adapter.js';
+export { BOARD_METRICS_MINUTES, EchoMQAdapter, type EchoMQAdapterOptions } from './echomq-adapter.js';
 export { BoardJob } from './board-job.js';
 export { echoMQBoardAdapters, type NestProviders } from './nest.js';
 export { BOARD_STATUSES, type BoardStatus } from './statuses.js';

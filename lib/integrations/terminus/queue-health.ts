@@ -38,9 +38,11 @@ export async function readQueueHealth(queue: Queue, countFailures: boolean): Pro
 }
 
 /**
- * Jobs in `failed` whose finish (the set's score: finishedOn) is at or after `since`. The queue has
- * no per-minute metrics of its own yet, so the failed set is counted by score: jobs removed at
- * their failure (removeOnFail) are not seen, nor are those cleaned since.
+ * Jobs in `failed` whose finish (the set's score: finishedOn) is at or after `since`. Counted by
+ * score rather than from queue.getMetrics: those counts exist only when every worker has
+ * `metrics`, come in whole minutes and lag the workers by up to 5 s, while the set answers for any
+ * queue to the ms. Jobs removed at their failure (removeOnFail) are not seen, nor are those
+ * cleaned since.
  */
 async function failedSince(queue: Queue, since: number): Promise<number> {
   const client: RedisClient = queue.client;

@@ -7,6 +7,12 @@ export const PROMETHEUS_STATES = ['active', 'completed', 'delayed', 'failed', 'p
 /** The gauge's name: one series per queue and state. */
 export const JOB_COUNT_METRIC = 'echomq_job_count';
 
+/** The counters of finished jobs (BullMQ's bullmq_job_completed_total and _failed_total): queue.getMetrics' `meta.count`. */
+export const FINISHED_METRICS = {
+  completed: { name: 'echomq_job_completed_total', help: 'Jobs completed, as counted by workers with the metrics option' },
+  failed: { name: 'echomq_job_failed_total', help: 'Jobs failed with no retry left, as counted by workers with the metrics option' },
+} as const;
+
 /** The labels exportPrometheusMetrics sets itself, which extra labels may not take over. */
 const OWN_LABELS = new Set(['queue', 'state']);
 
@@ -37,12 +43,16 @@ export function escapeLabelValue(value: string): string {
 }
 
 /**
- * The job counts of one queue in the Prometheus text exposition format: HELP and TYPE lines, then
- * one gauge sample per state, labelled with the queue, the state and the extra labels. Each line
- * ends with a line feed, so the texts of several queues can be joined as they are (the HELP and
- * TYPE lines then repeat, which a scrape accepts only once per metric: see docs/observability.md).
+ * One queue in the Prometheus text exposition format: the gauge of job counts (one sample per
+ * state, labelled with the queue, the state and the extra labels), then the counters of jobs
+ * completed and failed for good (labelled with the queue and the extra labels), each with its
+ * HELP and TYPE lines. Each line ends with a line feed. Several queues' texts on one route need
+ * each metric's HELP and TYPE once, and its samples together: see docs/observability.md.
  */
-export function jobCountsText(queue: string, counts: Readonly<Record<string, number>>, labels: Readonly<Record<string, string>> = {}): string {
+export function queueMetricsText(
+  queue: string, counts: Readonly<Record<string, number>>, finished: Readonly<Record<'completed' | 'failed', number>>,
+  labels: Readonly<Record<string, string>> = {},
+): string {
   const extra = Object.entries(labels).map(([name, value]) => `,${name}="${escapeLabelValue(value)}"`).join('');
   const queueLabel = `queue="${escapeLabelValue(queue)}"`;
   const lines = [
@@ -50,5 +60,9 @@ export function jobCountsText(queue: string, counts: Readonly<Record<string, num
     `# TYPE ${JOB_COUNT_METRIC} gauge`,
     ...PROMETHEUS_STATES.map((state) => `${JOB_COUNT_METRIC}{${queueLabel},state="${state}"${extra}} ${counts[state] ?? 0}`),
   ];
+  for (const type of ['completed', 'failed'] as const) {
+    const { name, help } = FINISHED_METRICS[type];
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`, `${name}{${queueLabel}${extra}} ${finished[type]}`);
+  }
   return lines.join('\n') + '\n';
 }

@@ -31,8 +31,8 @@ import type { RateLimit } from '../../protocol/scripts.js';
 import type { WorkerInfo } from '../../protocol/queue-limits.js';
 import { QueueLimits } from './queue-limits.js';
 import { listWorkers } from './queue-workers.js';
-import { readMetrics, type Metrics, type MetricsType } from '../../protocol/metrics.js';
-import { assertPrometheusLabels, jobCountsText, PROMETHEUS_STATES } from './prometheus-text.js';
+import { readMetrics, readMetricsTotals, type Metrics, type MetricsType } from '../../protocol/metrics.js';
+import { assertPrometheusLabels, queueMetricsText, PROMETHEUS_STATES } from './prometheus-text.js';
 
 /** A job as add() checked it: what the add scripts take, the options it was given merged with the defaults, its data. */
 interface Prepared {
@@ -224,15 +224,17 @@ export class Queue<Data = unknown, Result = unknown> {
   }
 
   /**
-   * The queue's job counts per state in the Prometheus text format (BullMQ's name and format): a
-   * gauge `echomq_job_count` with `queue` and `state` labels (BullMQ's state names: `waiting`
-   * for wait) and the extra `labels` on every sample. One pipelined round trip per partition, read
-   * only when called: serve it from a /metrics route. docs/observability.md.
+   * The queue in the Prometheus text format (BullMQ's name and format): a gauge `echomq_job_count`
+   * with `queue` and `state` labels (BullMQ's state names: `waiting` for wait), and the counters
+   * `echomq_job_completed_total` and `echomq_job_failed_total` (getMetrics' `meta.count`: 0 unless
+   * workers have `metrics`), with the extra `labels` on every sample. One pipelined round trip per
+   * partition and one for the counters, read only when called: serve it from a /metrics route.
+   * docs/observability.md.
    */
   async exportPrometheusMetrics(labels?: Record<string, string>): Promise<string> {
     assertPrometheusLabels(labels);
-    const counts = await this.getJobCounts(...PROMETHEUS_STATES);
-    return jobCountsText(this.name, counts as Record<string, number>, labels);
+    const [counts, finished] = await Promise.all([this.getJobCounts(...PROMETHEUS_STATES), readMetricsTotals(this.client, this.parts[0].keys)]);
+    return queueMetricsText(this.name, counts as Record<string, number>, finished, labels);
   }
 
   /**
@@ -358,9 +360,10 @@ export class Queue<Data = unknown, Result = unknown> {
    * record them (BullMQ's name and shape): `data` holds closed minutes, newest first, `start` to
    * `end` (inclusive, negative from the end as LRANGE); `meta.count` every job counted;
    * `count - prevCount` the open minute's jobs, from `prevTS`. All zeros when no worker records
-   * metrics. A partitioned queue keeps them in partition 0's slot. docs/observability.md, "Metrics".
+   * metrics. A partitioned queue keeps them in partition 0's slot. A bad `type`, `start` or `end`
+   * rejects the promise (EchoMQOptionError) before Redis is read. docs/observability.md, "Metrics".
    */
-  getMetrics(type: MetricsType, start = 0, end = -1): Promise<Metrics> {
+  async getMetrics(type: MetricsType, start = 0, end = -1): Promise<Metrics> {
     if (type !== 'completed' && type !== 'failed') throw new EchoMQOptionError('type', `is ${describe(type)}; metrics are kept for "completed" and "failed"`);
     assertIndex(start, 'start');
     assertIndex(end, 'end');
