@@ -239,6 +239,32 @@ describe('OpenTelemetry: lock loss and stalls', () => {
     expect(attempt.status.code).toBe(SpanStatusCode.ERROR);
   });
 
+  it('a timeout and a cancel are events of the attempt they cut short', async () => {
+    const name = uniqueQueueName('otel-cut');
+    const telemetry = new EchoMQOtel();
+    const queue = new Queue(name, { connection: testConnection(), telemetry });
+    const hang = (_job: Job, { signal }: { signal: AbortSignal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+    const worker = new Worker(name, hang, { connection: testConnection(), telemetry, concurrency: 2 });
+    let failures = 0;
+    const bothFailed = new Promise<void>((resolveDone) => worker.on('failed', () => ++failures === 2 && resolveDone()));
+    const slow = await queue.add('slow', {}, { timeout: 100 });
+    const cancelled = await queue.add('unwanted', {});
+    await eventually(() => worker.cancelJob(cancelled.id, 'not needed'), 5000, 'the worker runs the job to cancel');
+    await bothFailed;
+    await worker.close();
+    await queue.close();
+    const attemptOf = (id: string) => spansOf(name, OtelSpanKind.CONSUMER).find((span) => span.attributes['messaging.message.id'] === id)!;
+    expect(attemptOf(slow.id).events.map((event) => [event.name, event.attributes])).toEqual([
+      ['echomq.job.timed_out', { 'echomq.job.timeout_ms': 100 }],
+      ['exception', expect.objectContaining({ 'exception.type': 'JobTimeoutError' })],
+    ]);
+    expect(attemptOf(cancelled.id).events.map((event) => [event.name, event.attributes])).toEqual([
+      ['echomq.job.cancelled', { 'echomq.job.cancel_reason': 'not needed' }],
+      ['exception', expect.objectContaining({ 'exception.type': 'JobCancelledError' })],
+    ]);
+    expect([attemptOf(slow.id), attemptOf(cancelled.id)].map((span) => span.attributes['echomq.attempt.outcome'])).toEqual(['failed', 'failed']);
+  });
+
   it('a stall is a span in the job\'s trace, by the worker that swept it; the next attempt says how often it stalled', async () => {
     const name = uniqueQueueName('otel-stall');
     const telemetry = new EchoMQOtel();

@@ -68,9 +68,8 @@ export class AttemptSpans {
 /** One attempt's span: open from pickup until the runner lets the job go. */
 export class AttemptSpan {
   private ended = false;
-  /** An event already says why the run was cut short (its signal's abort). */
+  /** An event already says why the run was cut short. */
   private abortRecorded = false;
-  private readonly onAbort = (): void => this.recordAbort(this.lock.signal.reason);
 
   constructor(
     private readonly span: Span,
@@ -81,7 +80,7 @@ export class AttemptSpan {
   ) {
     // The moment a heartbeat finds the lock lost (or a timeout or cancel cuts the run) is an event
     // of its own, at its own time: the handler may run on long after it.
-    lock.signal.addEventListener('abort', this.onAbort, { once: true });
+    lock.onAbort = (reason) => this.recordAbort(reason);
   }
 
   /** Runs the handler with this span active: spans the handler starts are its children. */
@@ -93,7 +92,7 @@ export class AttemptSpan {
   end(outcome: AttemptOutcome, error?: unknown): void {
     if (this.ended) return;
     this.ended = true;
-    this.lock.signal.removeEventListener('abort', this.onAbort);
+    this.lock.onAbort = undefined;
     try {
       if (outcome === 'lost' && !this.abortRecorded) this.span.addEvent(SPAN_EVENTS.lockLost, lossAttributes(error));
       this.span.setAttribute(ATTRIBUTES.outcome, outcome);
