@@ -77,6 +77,20 @@ export type { FlowJob, FlowJobOptions, ParentFailureOptions } from './runtime/fl
 export type { FlowTreeNode, GetFlowOptions } from './runtime/flows/flow-reader.js';
 export type { Dependencies, DependenciesCount } from './runtime/flows/dependencies.js';
 export type { RepeatOptions } from './runtime/schedulers/repeat-options.js';
+// Tracing: the interface a `telemetry` option takes (EchoMQOtel, from @echomq/nestjs/otel, implements it).
+export {
+  SpanKind,
+  type Attributes,
+  type AttributeValue,
+  type ContextManager,
+  type Exception,
+  type JobTelemetryOptions,
+  type Span,
+  type SpanOptions,
+  type Telemetry,
+  type Time,
+  type Tracer,
+} from './runtime/telemetry/telemetry.js';
 export type { JobSchedulerTemplate, JobSchedulerTemplateOptions } from './runtime/schedulers/template.js';
 
 // The Nest integration.

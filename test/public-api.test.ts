@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import type { ProcessorFunction } from '../lib/index.js';
+import type { ProcessorFunction, Telemetry } from '../lib/index.js';
 
 // The package's entries, pinned: a name joins or leaves them on purpose, in this file too.
 describe('the public face', () => {
@@ -8,7 +8,7 @@ describe('the public face', () => {
     expect(Object.keys(await import('../lib/index.js')).sort()).toEqual([
       'CloseTimeoutError', 'CorruptJobError', 'DEFAULT_CONFIG_KEY', 'DEFAULT_PREFIX', 'DelayedError', 'EchoMQError', 'EchoMQModule', 'EchoMQOptionError',
       'ErrorCode', 'FlowProducer', 'InjectFlowProducer', 'InjectQueue', 'Job', 'JobCancelledError', 'JobNotFoundError', 'JobScheduler', 'JobTimeoutError', 'Keys', 'LockLostError', 'LockManager', 'OnQueueEvent', 'OnWorkerEvent',
-      'Process', 'Processor', 'Queue', 'QueueEvents', 'QueueEventsHost', 'QueueEventsListener', 'RateLimitError', 'RedisFullError', 'RedisVersionError', 'UnrecoverableError',
+      'Process', 'Processor', 'Queue', 'QueueEvents', 'QueueEventsHost', 'QueueEventsListener', 'RateLimitError', 'RedisFullError', 'RedisVersionError', 'SpanKind', 'UnrecoverableError',
       'WaitingChildrenError', 'Worker', 'WorkerOrchestrator', 'codeMeaning', 'codeName', 'forQueue', 'forWorker', 'getConfigToken',
       'getFlowProducerToken', 'getQueueToken',
     ]);
@@ -53,6 +53,8 @@ describe('the internal entry (@echomq/nestjs/internal)', () => {
       './bull-board': { types: './dist/lib/integrations/bull-board/index.d.ts', import: './dist/lib/integrations/bull-board/index.js' },
       './terminus': { types: './dist/lib/integrations/terminus/index.d.ts', import: './dist/lib/integrations/terminus/index.js' },
       './prometheus': { types: './dist/lib/integrations/prometheus/index.d.ts', import: './dist/lib/integrations/prometheus/index.js' },
+      // OpenTelemetry: only this entry loads @opentelemetry/api (an optional peer); the core takes any Telemetry.
+      './otel': { types: './dist/lib/integrations/otel/index.d.ts', import: './dist/lib/integrations/otel/index.js' },
     });
   });
 });
@@ -65,5 +67,12 @@ describe('the integration entries', () => {
 
   it('@echomq/nestjs/prometheus exports the LockManager collector and the joining of texts', async () => {
     expect(Object.keys(await import('../lib/integrations/prometheus/index.js')).sort()).toEqual(['collectLockMetrics', 'joinPrometheusTexts']);
+  });
+
+  it('@echomq/nestjs/otel exports EchoMQOtel, a Telemetry of the core\'s interface', async () => {
+    const otel = await import('../lib/integrations/otel/index.js');
+    expect(Object.keys(otel).sort()).toEqual(['EchoMQOtel']);
+    const telemetry: Telemetry = new otel.EchoMQOtel(); // compiles only if it fits the core's interface
+    expect(typeof telemetry.tracer.startSpan).toBe('function');
   });
 });

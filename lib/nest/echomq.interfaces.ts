@@ -4,6 +4,7 @@ import type { FlowProducerOptions } from '../runtime/flows/flow-producer.js';
 import type { JobOptions, QueueOptions, WorkerOptions } from '../runtime/options.js';
 import type { RepeatOptions } from '../runtime/schedulers/repeat-options.js';
 import type { JobSchedulerTemplate } from '../runtime/schedulers/template.js';
+import type { Telemetry } from '../runtime/telemetry/telemetry.js';
 
 /**
  * The worker settings a root configuration or a @Processor may set (runtime defaults otherwise);
@@ -12,7 +13,7 @@ import type { JobSchedulerTemplate } from '../runtime/schedulers/template.js';
 export type WorkerDefaults = Pick<WorkerOptions,
   'concurrency' | 'lockDuration' | 'lockRenewTime' | 'stalledInterval' | 'maxStalledCount' |
   'drainDelay' | 'limiter' | 'heartbeatLateThreshold' | 'maxEvents' | 'closeTimeout' | 'partitionConcurrency' | 'settings' | 'jobTimeout' |
-  'metrics'>;
+  'metrics' | 'telemetry'>;
 
 /** Options of one root configuration (forRoot / forRootAsync): one Redis, one prefix. */
 export interface EchoMQRootOptions {
@@ -26,6 +27,11 @@ export interface EchoMQRootOptions {
   worker?: WorkerDefaults;
   /** Start this configuration's workers at bootstrap. false: API-only until WorkerOrchestrator.startWorkers(). Default true. */
   startWorkers?: boolean;
+  /**
+   * Tracing for every Queue, Worker and FlowProducer of this configuration (`new EchoMQOtel()` from
+   * `@echomq/nestjs/otel`): a registered queue's or a @Processor's own `telemetry` wins. Default none.
+   */
+  telemetry?: Telemetry;
 }
 
 /** A class that builds root options (forRootAsync's useClass / useExisting). */
@@ -64,7 +70,7 @@ export interface JobSchedulerDeclaration<Data = unknown> {
  * spreads the queue over that many hash tags (docs/cluster.md); its @Processor's worker takes the
  * same count.
  */
-export interface QueueSettings extends Pick<QueueOptions, 'defaultJobOptions' | 'maxEvents' | 'maxDataSize' | 'partitions'> {
+export interface QueueSettings extends Pick<QueueOptions, 'defaultJobOptions' | 'maxEvents' | 'maxDataSize' | 'partitions' | 'telemetry'> {
   /**
    * Job schedulers of this queue, upserted once at bootstrap before the workers start. Their jobs
    * are named `template.name`, else the scheduler's id (as with queue.upsertJobScheduler).

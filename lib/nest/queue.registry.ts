@@ -32,6 +32,7 @@ export class QueueRegistry {
       prefix: options.prefix,
       ...settings,
       defaultJobOptions: { ...options.defaultJobOptions, ...settings.defaultJobOptions },
+      telemetry: settings.telemetry ?? options.telemetry,
     });
     this.queues.set(name, { queue, configKey });
     return queue;

@@ -9,6 +9,7 @@ import { INVALID_PROCESSOR_OPTIONS, NOT_INITIALIZED, PROCESSOR_PARTITIONS_MISMAT
 import { ProcessorDispatcher } from './processor.dispatcher.js';
 import { QueueRegistry } from './queue.registry.js';
 import { SchedulerBootstrap } from './scheduler.bootstrap.js';
+import type { Telemetry } from '../runtime/telemetry/telemetry.js';
 
 /**
  * Starts a Worker per @Processor after the app is initialized (and its declared job schedulers
@@ -98,6 +99,18 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
     return partitions;
   }
 
+  /**
+   * The worker's tracing: its @Processor's own, else its registered queue's (on the same
+   * configuration), else the configuration's worker default, else the configuration's: the option
+   * reaches every worker the module makes (what @nestjs/bullmq missed, nestjs/bull#2524).
+   */
+  private telemetryOf(definition: ProcessorDefinition): Telemetry | undefined {
+    const { options } = this.configs.get(definition.configKey, `processor ${definition.className}`);
+    const registered = this.queues.registration(definition.queueName);
+    const queueTelemetry = registered?.configKey === definition.configKey ? registered.queue.options.telemetry : undefined;
+    return definition.workerOptions.telemetry ?? queueTelemetry ?? options.worker?.telemetry ?? options.telemetry;
+  }
+
   private start(definition: ProcessorDefinition): Worker {
     const existing = this.workers.get(definition.queueName);
     if (existing) return existing;
@@ -114,6 +127,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
         ...definition.workerOptions,
         ...(sandbox ? { useWorkerThreads: sandbox.useWorkerThreads, sandboxGracePeriod: sandbox.gracePeriod } : {}),
         partitions,
+        telemetry: this.telemetryOf(definition),
         connection: client,
         prefix: options.prefix,
         lockManager: this.lockManager,

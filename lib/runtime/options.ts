@@ -10,6 +10,7 @@ import { DEFAULT_MAX_DATA_BYTES } from './queue/serialize.js';
 import { MAX_TIMER_MS } from './sleeper.js';
 import type { ParentFailureOptions } from './flows/flow-tree.js';
 import type { ParentOptions } from './flows/step-jobs.js';
+import { telemetryOf, validateJobTelemetry, type JobTelemetryOptions, type Telemetry } from './telemetry/telemetry.js';
 
 /** How long to wait before each retry of a failed job: ms (a fixed wait), or a backoff type with its settings. */
 export type BackoffOptions =
@@ -111,6 +112,12 @@ export interface JobOptions extends ParentFailureOptions {
    * `jobTimeout`, else none.
    */
   timeout?: number;
+  /**
+   * Tracing (BullMQ's shape): `metadata`, the trace context the job carries to its worker (a Queue
+   * or FlowProducer with `telemetry` sets it); `omitContext: true` adds the job without one.
+   * docs/observability.md, "OpenTelemetry".
+   */
+  telemetry?: JobTelemetryOptions;
 }
 
 export interface QueueOptions {
@@ -129,6 +136,12 @@ export interface QueueOptions {
    * must give the same number. Default 1 (not partitioned).
    */
   partitions?: number;
+  /**
+   * Tracing (BullMQ's option): a PRODUCER span per add and addBulk, whose context each job
+   * carries to its worker. `new EchoMQOtel()` from `@echomq/nestjs/otel`, or any Telemetry.
+   * Default none: adds send and store exactly what they did without it.
+   */
+  telemetry?: Telemetry;
 }
 
 export interface QueueEventsOptions {
@@ -217,6 +230,13 @@ export interface WorkerOptions {
    * sends nothing more than before. `maxDataPoints`: minutes kept, 1 to 80,640. Default none.
    */
   metrics?: MetricsOptions;
+  /**
+   * Tracing (BullMQ's option): a CONSUMER span per attempt, child of the add that carried the job's
+   * context, with lock losses as events, and a span per stall the worker's sweep finds.
+   * `new EchoMQOtel()` from `@echomq/nestjs/otel`, or any Telemetry. Default none: the worker
+   * then sends and allocates per job what it did without the feature.
+   */
+  telemetry?: Telemetry;
 }
 
 /** WorkerOptions.metrics. */
@@ -267,6 +287,8 @@ export interface ResolvedWorkerOptions {
   jobTimeout?: number;
   /** `metrics`, when given. */
   metrics?: MetricsOptions;
+  /** `telemetry`, when given. */
+  telemetry?: Telemetry;
 }
 
 /** PROTOCOL.md's rule: a heartbeat at or over the lock's TTL lets every lock lapse. */
@@ -312,6 +334,7 @@ export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOp
     backoffStrategy: backoffStrategyOf(opts.settings),
     ...(opts.jobTimeout === undefined ? {} : { jobTimeout: timeoutOf(opts.jobTimeout, 'jobTimeout') }),
     ...(opts.metrics === undefined ? {} : { metrics: metricsOf(opts.metrics) }),
+    ...(opts.telemetry === undefined ? {} : { telemetry: telemetryOf(opts.telemetry) }),
   };
 }
 
@@ -376,6 +399,8 @@ export interface ResolvedQueueOptions {
   defaultJobOptions: JobOptions;
   maxEvents: number;
   maxDataSize: number;
+  /** `telemetry`, when given. */
+  telemetry?: Telemetry;
 }
 
 export function resolveQueueOptions(opts: QueueOptions = {}): ResolvedQueueOptions {
@@ -393,6 +418,7 @@ export function resolveQueueOptions(opts: QueueOptions = {}): ResolvedQueueOptio
     defaultJobOptions,
     maxEvents: positiveInt(opts.maxEvents, 'maxEvents', DEFAULTS.maxEvents),
     maxDataSize: positiveInt(opts.maxDataSize, 'maxDataSize', DEFAULTS.maxDataSize),
+    ...(opts.telemetry === undefined ? {} : { telemetry: telemetryOf(opts.telemetry) }),
   };
 }
 
@@ -430,6 +456,7 @@ export function validateJobOptions(opts: JobOptions, at = ''): void {
   validateKeep(opts.removeOnFail, `${at}removeOnFail`);
   if (opts.deduplication !== undefined) validateDeduplication(opts.deduplication, `${at}deduplication`);
   if (opts.timeout !== undefined) timeoutOf(opts.timeout, `${at}timeout`);
+  if (opts.telemetry !== undefined) validateJobTelemetry(opts.telemetry, `${at}telemetry`);
 }
 
 function validateDeduplication(dedup: DeduplicationOptions, field: string): void {

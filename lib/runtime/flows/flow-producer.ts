@@ -11,6 +11,9 @@ import { explainRedisError } from '../redis-health.js';
 import { checkGetFlowOptions, readFlow, type FlowTreeNode, type GetFlowOptions } from './flow-reader.js';
 import { levelsOf, planFlow, type FlowJob, type FlowNode } from './flow-tree.js';
 import { ParentNotices } from './parent-notices.js';
+import { ATTRIBUTES } from '../telemetry/attributes.js';
+import { traceAdd } from '../telemetry/producer-span.js';
+import { telemetryOf, type Telemetry } from '../telemetry/telemetry.js';
 
 export interface FlowProducerOptions {
   connection?: ConnectionInput;
@@ -20,6 +23,11 @@ export interface FlowProducerOptions {
   maxEvents?: number;
   /** Largest job data accepted, in bytes of JSON. Default 1 MiB. */
   maxDataSize?: number;
+  /**
+   * Tracing (BullMQ's option): a PRODUCER span per add and addBulk, whose context every job of the
+   * tree carries to its worker. `new EchoMQOtel()` from `@echomq/nestjs/otel`. Default none.
+   */
+  telemetry?: Telemetry;
 }
 
 /** A job of an added flow, with its children (BullMQ's JobNode). */
@@ -48,6 +56,7 @@ export class FlowProducer {
   private readonly prefix: string;
   private readonly maxEvents: number;
   private readonly maxDataSize?: number;
+  private readonly telemetry?: Telemetry;
   private readonly parts = new Map<string, QueuePart>();
   private closing?: Promise<void>;
 
@@ -57,23 +66,45 @@ export class FlowProducer {
     assertPrefix(this.prefix);
     this.maxEvents = opts.maxEvents ?? DEFAULTS.maxEvents;
     this.maxDataSize = opts.maxDataSize;
+    this.telemetry = telemetryOf(opts.telemetry);
     const { client, owned } = connect(opts.connection);
     this.client = client;
     this.ownsClient = owned;
   }
 
   /** Adds a tree; answers its jobs as a tree of JobNodes. Nothing is written when a job of it is refused. */
-  async add(flow: FlowJob): Promise<JobNode> {
-    const root = planFlow(flow, this.prefix, this.maxDataSize);
+  add(flow: FlowJob): Promise<JobNode> {
+    if (this.telemetry) {
+      return traceAdd(this.telemetry, { operation: 'addFlow', destination: (flow as FlowJob | undefined)?.queueName },
+        (metadata) => this.addTree(flow, metadata), (node) => ({ [ATTRIBUTES.messageId]: node.job.id, [ATTRIBUTES.jobName]: node.job.name }));
+    }
+    return this.addTree(flow);
+  }
+
+  /** Adds several trees; they are checked first, then written together (a level of all of them a step). */
+  addBulk(flows: FlowJob[]): Promise<JobNode[]> {
+    if (this.telemetry) {
+      const queues = new Set(Array.isArray(flows) ? flows.map((flow) => flow?.queueName) : []);
+      return traceAdd(this.telemetry, {
+        operation: 'addFlows',
+        destination: queues.size === 1 ? [...queues][0] : undefined,
+        attributes: { [ATTRIBUTES.batchCount]: Array.isArray(flows) ? flows.length : undefined },
+      }, (metadata) => this.addTrees(flows, metadata));
+    }
+    return this.addTrees(flows);
+  }
+
+  /** add() after its span, if any: every job of the tree carries `metadata`, its trace context. */
+  private async addTree(flow: FlowJob, metadata?: string): Promise<JobNode> {
+    const root = planFlow(flow, this.prefix, this.maxDataSize, 'flow', metadata);
     this.assertOpen();
     await this.write([root]);
     return this.nodeOf(root);
   }
 
-  /** Adds several trees; they are checked first, then written together (a level of all of them a step). */
-  async addBulk(flows: FlowJob[]): Promise<JobNode[]> {
+  private async addTrees(flows: FlowJob[], metadata?: string): Promise<JobNode[]> {
     if (!Array.isArray(flows)) throw new EchoMQOptionError('addBulk', `takes an array of flows, got ${describe(flows)}`);
-    const roots = flows.map((flow, i) => planFlow(flow, this.prefix, this.maxDataSize, `addBulk[${i}]`));
+    const roots = flows.map((flow, i) => planFlow(flow, this.prefix, this.maxDataSize, `addBulk[${i}]`, metadata));
     this.assertOpen();
     await this.write(roots);
     return roots.map((root) => this.nodeOf(root));

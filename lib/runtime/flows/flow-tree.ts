@@ -5,6 +5,7 @@ import { Keys } from '../../protocol/keys.js';
 import { assertCustomJobId, assertPrefix, assertQueueName, describe } from '../../protocol/names.js';
 import { validateJobOptions, type JobOptions } from '../options.js';
 import { toJson } from '../queue/serialize.js';
+import { withTraceContext } from '../telemetry/telemetry.js';
 
 /** What a child of a flow asks of its parent when it fails for good (BullMQ's names). With none, the parent waits. */
 export interface ParentFailureOptions {
@@ -68,11 +69,19 @@ export interface FlowNode {
  * `flow.children[2].opts.delay`) and gives every job an id: its jobId, else a UUID v4, so that a
  * parent can list its children's keys before they exist.
  */
-export function planFlow(tree: FlowJob, defaultPrefix: string, maxDataSize: number | undefined, at = 'flow'): FlowNode {
-  return plan(tree, defaultPrefix, maxDataSize, at, undefined, new Set());
+export function planFlow(tree: FlowJob, defaultPrefix: string, maxDataSize: number | undefined, at = 'flow', traceMetadata?: string): FlowNode {
+  return plan(tree, { defaultPrefix, maxDataSize, traceMetadata }, at, undefined, new Set());
 }
 
-function plan(tree: FlowJob, defaultPrefix: string, maxDataSize: number | undefined, at: string, parent: FlowNode | undefined, seen: Set<string>): FlowNode {
+/** What every job of a tree is planned with: the producer's settings, and the trace context of its add (when traced). */
+interface PlanSettings {
+  defaultPrefix: string;
+  maxDataSize: number | undefined;
+  traceMetadata: string | undefined;
+}
+
+function plan(tree: FlowJob, settings: PlanSettings, at: string, parent: FlowNode | undefined, seen: Set<string>): FlowNode {
+  const { defaultPrefix, maxDataSize, traceMetadata } = settings;
   if (typeof tree !== 'object' || tree === null) throw new EchoMQOptionError(at, `must be { name, queueName, data?, opts?, children? }, got ${describe(tree)}`);
   if (typeof tree.name !== 'string' || tree.name.length === 0) throw new EchoMQOptionError(`${at}.name`, `must be a non-empty string, got ${describe(tree.name)}`);
   assertQueueName(tree.queueName, `${at}.queueName`);
@@ -114,6 +123,7 @@ function plan(tree: FlowJob, defaultPrefix: string, maxDataSize: number | undefi
   if (seen.has(jobKey)) throw new EchoMQOptionError(`${at}.opts.jobId`, `is ${id}, which another job of this flow in queue ${tree.queueName} has`);
   seen.add(jobKey);
   const { jobId: _id, ...stored } = opts;
+  if (traceMetadata) stored.telemetry = withTraceContext(stored.telemetry, traceMetadata);
   const data = tree.data === undefined ? {} : tree.data;
   const node: FlowNode = {
     queueName: tree.queueName,
@@ -139,7 +149,7 @@ function plan(tree: FlowJob, defaultPrefix: string, maxDataSize: number | undefi
       children: [],
     },
   };
-  node.children = children.map((child, i) => plan(child, prefix, maxDataSize, `${at}.children[${i}]`, node, seen));
+  node.children = children.map((child, i) => plan(child, { ...settings, defaultPrefix: prefix }, `${at}.children[${i}]`, node, seen));
   node.record.children = node.children.map((child) => ({ key: child.keys.job(child.record.id), spec: specOf(child) }));
   return node;
 }

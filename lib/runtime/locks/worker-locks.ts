@@ -94,6 +94,12 @@ export interface JobLock {
   cancelRelease(): void;
   /** Stops renewing; the worker's timer stops when it holds nothing. */
   release(reason: LockReleasedEvent['reason']): void;
+  /**
+   * Told each reason the run is cut short for (a lost lock, a close, a timeout, a cancel), when
+   * it comes: the attempt's span (telemetry) listens here, not on `signal`, whose AbortController
+   * would cost every traced job a few µs.
+   */
+  onAbort?: (reason: Error) => void;
 }
 
 /** Checks a holder's timing against PROTOCOL.md's rules; throws EchoMQOptionError naming the field. */
@@ -112,6 +118,7 @@ class TrackedJob implements JobLock {
   lostCode: -2 | -6 | undefined;
   abortReason: Error | undefined;
   interruption: Error | undefined;
+  onAbort?: (reason: Error) => void;
   /** Made when a handler first reads `signal`: most never do, and one per job costs in the hot path. */
   private controller?: AbortController;
   /** Ends the runner's race() with the interruption; set while a race runs. */
@@ -140,6 +147,7 @@ class TrackedJob implements JobLock {
     if (this.abortReason) return;
     this.abortReason = reason;
     this.controller?.abort(reason);
+    this.onAbort?.(reason);
   }
 
   race<T>(work: Promise<T>): Promise<T> {
@@ -158,6 +166,7 @@ class TrackedJob implements JobLock {
     this.interruption = reason;
     this.controller?.abort(reason); // a signal already aborted (a lost lock) keeps its first reason
     this.endRace?.(reason);
+    this.onAbort?.(reason);
     return true;
   }
 

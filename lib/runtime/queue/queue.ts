@@ -33,6 +33,9 @@ import { QueueLimits } from './queue-limits.js';
 import { listWorkers } from './queue-workers.js';
 import { readMetrics, readMetricsTotals, type Metrics, type MetricsType } from '../../protocol/metrics.js';
 import { assertPrometheusLabels, queueMetricsText, PROMETHEUS_STATES } from './prometheus-text.js';
+import { traceAdd } from '../telemetry/producer-span.js';
+import { ATTRIBUTES } from '../telemetry/attributes.js';
+import { withTraceContext } from '../telemetry/telemetry.js';
 
 /** A job as add() checked it: what the add scripts take, the options it was given merged with the defaults, its data. */
 interface Prepared {
@@ -110,8 +113,32 @@ export class Queue<Data = unknown, Result = unknown> {
    * With a `deduplication` id that is held, returns the job that holds it and writes nothing but
    * the `deduplicated` event (docs/deduplication.md).
    */
-  async add(name: string, data: Data, opts: JobOptions = {}): Promise<Job<Data, Result>> {
-    const prepared = this.prepare(name, data, opts, 'add');
+  add(name: string, data: Data, opts: JobOptions = {}): Promise<Job<Data, Result>> {
+    const { telemetry } = this.options;
+    if (telemetry) {
+      return traceAdd(telemetry, { operation: 'add', destination: this.name }, (metadata) => this.addOne(name, data, opts, metadata),
+        (job) => ({ [ATTRIBUTES.messageId]: job.id, [ATTRIBUTES.jobName]: job.name }));
+    }
+    return this.addOne(name, data, opts);
+  }
+
+  /**
+   * Adds many jobs in one round trip (one per partition they go to, in parallel). Every job is
+   * validated before anything is sent: one bad job refuses the whole batch.
+   */
+  addBulk(jobs: Array<{ name: string; data: Data; opts?: JobOptions }>): Promise<Array<Job<Data, Result>>> {
+    const { telemetry } = this.options;
+    if (telemetry) {
+      const count = Array.isArray(jobs) ? jobs.length : undefined;
+      return traceAdd(telemetry, { operation: 'addBulk', destination: this.name, attributes: { [ATTRIBUTES.batchCount]: count } },
+        (metadata) => this.addMany(jobs, metadata));
+    }
+    return this.addMany(jobs);
+  }
+
+  /** add() after its span, if any: `metadata` is the trace context the job carries (opts.telemetry). */
+  private async addOne(name: string, data: Data, opts: JobOptions, metadata?: string): Promise<Job<Data, Result>> {
+    const prepared = this.prepare(name, data, opts, 'add', metadata);
     this.assertOpen();
     if (prepared.parent) {
       await this.checkChildAdds([prepared], `add of job "${name}" with a parent to queue ${this.name}`);
@@ -125,20 +152,17 @@ export class Queue<Data = unknown, Result = unknown> {
     return added.created ? this.fromPrepared(part, added.jobId, prepared) : this.getExisting(part, added, prepared);
   }
 
-  /**
-   * Adds many jobs in one round trip (one per partition they go to, in parallel). Every job is
-   * validated before anything is sent: one bad job refuses the whole batch.
-   */
-  async addBulk(jobs: Array<{ name: string; data: Data; opts?: JobOptions }>): Promise<Array<Job<Data, Result>>> {
+  /** addBulk() after its span, if any: every job carries `metadata`, its trace context. */
+  private async addMany(jobs: Array<{ name: string; data: Data; opts?: JobOptions }>, metadata?: string): Promise<Array<Job<Data, Result>>> {
     if (!Array.isArray(jobs)) throw new EchoMQOptionError('addBulk', `takes an array of { name, data, opts }, got ${describe(jobs)}`);
-    const prepared = jobs.map((job, i) => this.prepare(job?.name, job?.data, job?.opts ?? {}, `addBulk[${i}]`));
+    const prepared = jobs.map((job, i) => this.prepare(job?.name, job?.data, job?.opts ?? {}, `addBulk[${i}]`, metadata));
     this.assertOpen();
     // Children go one by one (each takes three calls over two slots); the others in bulk, as before.
     // Every entry is checked in Redis first (parents, ids): one that cannot be added writes nothing.
     if (prepared.some((p) => p.parent)) {
       await this.checkChildAdds(prepared, `addBulk of ${jobs.length} jobs to queue ${this.name}`);
       const plain = jobs.filter((_, i) => !prepared[i].parent);
-      const added = plain.length > 0 ? await this.addBulk(plain) : [];
+      const added = plain.length > 0 ? await this.addMany(plain, metadata) : [];
       let next = 0;
       return Promise.all(prepared.map((p) => (p.parent ? this.addWithParent(p) : Promise.resolve(added[next++]))));
     }
@@ -526,11 +550,14 @@ export class Queue<Data = unknown, Result = unknown> {
     return [[first], this.parts.filter((part) => part !== first)];
   }
 
-  private prepare(name: unknown, data: unknown, opts: JobOptions, at: string): Prepared {
+  /** `metadata`: the trace context of the add's span, when the queue has `telemetry`. */
+  private prepare(name: unknown, data: unknown, opts: JobOptions, at: string, metadata?: string): Prepared {
     if (typeof name !== 'string' || name.length === 0) throw new EchoMQOptionError(`${at}: job name`, `must be a non-empty string, got ${describe(name)}`);
     validateJobOptions(opts, `${at}: opts.`);
     const parent = this.checkParentOptions(opts, at);
     const merged: JobOptions = { ...this.options.defaultJobOptions, ...opts };
+    // After the merge: an omitContext among the queue's defaults counts too.
+    if (metadata) merged.telemetry = withTraceContext(merged.telemetry, metadata);
     const { jobId, ...stored } = merged;
     if (jobId !== undefined) assertCustomIdForPartitions(jobId, this.parts.length, `${at}: opts.jobId`);
     const job: NewJob = {

@@ -19,6 +19,7 @@ import { decideRetry } from './retry-decision.js';
 import type { SchedulerChain } from '../schedulers/scheduler-chain.js';
 import type { ParentNotices } from '../flows/parent-notices.js';
 import type { ParentPolicy } from '../../protocol/flow-scripts.js';
+import type { AttemptSpan, AttemptSpans } from '../telemetry/attempt-spans.js';
 
 /** How a lane finishes the jobs of flows (a child, or a parent with flow keys): finishFlowJobs-15 (FinishBatcher.finishFlow), then the notice to the parent. */
 export interface FlowFinishing {
@@ -106,6 +107,8 @@ export class JobRunner {
     /** The worker's jobTimeout: the timeout of jobs whose opts give none. */
     private readonly jobTimeout?: number,
     private readonly flows?: FlowFinishing,
+    /** With the worker's `telemetry`: a span per attempt. Without it, none is made. */
+    private readonly spans?: AttemptSpans,
   ) {
     this.handovers = new HandoverRecovery(context.client, context.keys);
   }
@@ -122,6 +125,7 @@ export class JobRunner {
     }
     const lock = this.locks.track(active.id, active.token, job.attemptsStarted, active.acquiredAt);
     this.running.set(lock, job);
+    const attempt = this.spans?.begin(job, lock);
     // From the raw fields: a corrupt child still finishes by finishFlowJob-8, whose notice its parent needs.
     const flowLink = flowLinkOf(active.fields);
     if (flowLink) {
@@ -133,7 +137,7 @@ export class JobRunner {
     const mark = corrupt ? undefined : fieldOf(active.fields, CANCEL_MARK_FIELD);
     if (mark !== undefined) this.locks.cancel(active.id, mark === '' ? undefined : mark, 'queue');
     if (job.repeatJobKey !== undefined && this.schedulers && !corrupt && !lock.interruption) {
-      const started = await this.startScheduled(job, lock, active);
+      const started = await this.startScheduled(job, lock, active, attempt);
       if (!started) return undefined;
     }
     this.events.active(job);
@@ -149,7 +153,8 @@ export class JobRunner {
       try {
         // An own getter (not a prototype one), so { ...context } still carries the signal; the
         // AbortController behind it is made only if the handler reads it.
-        const work = this.processor(job, { token: active.token, get signal() { return lock.signal; } });
+        const context: ProcessorContext = { token: active.token, get signal() { return lock.signal; } };
+        const work = attempt ? attempt.within(() => this.processor(job, context)) : this.processor(job, context);
         // race(): a timeout or a cancel fails the job without waiting for the handler.
         result = await lock.race(Promise.resolve(work));
       } catch (error) {
@@ -160,13 +165,18 @@ export class JobRunner {
     }
 
     const movedTo = this.movedAway.get(lock);
-    if (movedTo) return this.afterOwnMove(job, movedTo, failure);
+    if (movedTo) {
+      attempt?.end(movedTo);
+      return this.afterOwnMove(job, movedTo, failure);
+    }
     if (isDelayedError(failure)) failure = delayedWithoutMove(job, failure as Error);
     if (isWaitingChildrenError(failure)) failure = waitingWithoutMove(job, failure as Error);
     if (!lock.held || lock.abortReason) {
       // The heartbeat found the lock gone, or the worker closed without waiting (close(true)):
       // either way this worker gave the job up, and its lock is left to lapse for another one.
-      this.events.lockLost(job, lock.abortReason ?? new Error(`the worker stopped renewing the lock of job ${job.id}`));
+      const reason = lock.abortReason ?? new Error(`the worker stopped renewing the lock of job ${job.id}`);
+      attempt?.end('lost', reason);
+      this.events.lockLost(job, reason);
       return undefined;
     }
     if (lock.interruption) {
@@ -177,10 +187,11 @@ export class JobRunner {
     }
     lock.beginRelease();
     try {
-      return await this.settle(job, lock, result, failure, fetchNext);
+      return await this.settle(job, lock, result, failure, fetchNext, attempt);
     } catch (error) {
       const lost = error instanceof EchoMQError || error instanceof LockLostError;
       lock.release('lost');
+      attempt?.end(lost ? 'lost' : 'error', error);
       if (lost) this.events.lockLost(job, error as Error);
       else this.events.error(error as Error);
       return undefined;
@@ -193,14 +204,16 @@ export class JobRunner {
    * or the step could not be sent: then the lock is left to lapse and the stalled sweep gives the
    * job back, to run once its step lands.
    */
-  private async startScheduled(job: Job, lock: JobLock, active: ActiveJob): Promise<boolean> {
+  private async startScheduled(job: Job, lock: JobLock, active: ActiveJob, attempt: AttemptSpan | undefined): Promise<boolean> {
     try {
       const verdict = await (this.schedulers as Pick<SchedulerChain, 'start'>).start(job.id, active.token, fieldOf(active.fields, 'rpt'));
       if (verdict === 'run') return true;
       lock.release('skipped');
+      attempt?.end('skipped');
       return false;
     } catch (error) {
       lock.release('lost');
+      attempt?.end('lost', error);
       this.events.lockLost(job, error as Error);
       return false;
     }
@@ -258,7 +271,9 @@ export class JobRunner {
     return undefined;
   }
 
-  private async settle(job: Job, lock: JobLock, result: unknown, failure: Error | undefined, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
+  private async settle(
+    job: Job, lock: JobLock, result: unknown, failure: Error | undefined, fetchNext: () => boolean, attempt: AttemptSpan | undefined,
+  ): Promise<ActiveJob | undefined> {
     if (!failure && this.parents.has(job)) {
       // A parent does not complete once a child failed with failParentOnFailure while it ran.
       const childFailed = await this.context.client.hget(this.context.keys.job(job.id), 'cfr');
@@ -269,21 +284,26 @@ export class JobRunner {
       try {
         returnvalue = toJson(result ?? null, 'returnvalue');
       } catch (error) {
-        return this.fail(job, lock, error as Error, fetchNext);
+        return this.fail(job, lock, error as Error, fetchNext, attempt);
       }
       const next = await this.finish(job, lock, 'completed', returnvalue, '', keepRule(job.opts.removeOnComplete), job.attemptsMade + 1, fetchNext);
       job.returnvalue = result;
       job.attemptsMade++;
       lock.release('completed');
+      attempt?.end('completed');
       this.freeDeduplication(job);
       this.events.completed(job, result);
       return next;
     }
-    return this.fail(job, lock, failure, fetchNext);
+    return this.fail(job, lock, failure, fetchNext, attempt);
   }
 
-  private async fail(job: Job, lock: JobLock, error: Error, fetchNext: () => boolean): Promise<ActiveJob | undefined> {
-    if (error instanceof RateLimitError) return this.requeue(job, lock);
+  private async fail(job: Job, lock: JobLock, error: Error, fetchNext: () => boolean, attempt: AttemptSpan | undefined): Promise<ActiveJob | undefined> {
+    if (error instanceof RateLimitError) {
+      await this.requeue(job, lock);
+      attempt?.end('requeued');
+      return undefined;
+    }
     const token = lock.token;
     const attemptsMade = job.attemptsMade + 1;
     const stacktrace = JSON.stringify([...job.stacktrace, error.stack ?? String(error)].slice(-STACKTRACE_LIMIT));
@@ -302,12 +322,14 @@ export class JobRunner {
       // partition's wake channel; a plain queue's, by the marker retryJob-12 set.
       this.context.wake?.();
       lock.release('retried');
+      attempt?.end('retried', error);
       this.events.failed(job, error, true);
       return undefined;
     }
     if (decision?.refusal) job.failedReason = reason = `${reason} (not retried: ${decision.refusal})`;
     const next = await this.finish(job, lock, 'failed', reason, stacktrace, keepRule(job.opts.removeOnFail), attemptsMade, fetchNext);
     lock.release('failed');
+    attempt?.end('failed', error);
     this.freeDeduplication(job);
     this.events.failed(job, error, false);
     return next;

@@ -18,6 +18,7 @@ import { ParentNotices } from '../flows/parent-notices.js';
 import { FlowScripts } from '../../protocol/flow-scripts.js';
 import { FlowRecovery } from '../flows/flow-recovery.js';
 import { registerRunner, unregisterRunner } from '../flows/running-parents.js';
+import { AttemptSpans } from '../telemetry/attempt-spans.js';
 
 /** What a lane needs from its worker. */
 export interface LaneOwner {
@@ -93,8 +94,11 @@ export class WorkerLane {
     const flows = new FlowScripts(client, this.keys, options.maxEvents);
     const context: JobContext = { queueName: owner.queueName, keys: this.keys, scripts: this.scripts, control, flows, maxEvents: options.maxEvents, client, wake, onProgress: owner.onProgress };
     this.finisher = new FinishBatcher(this.scripts, lockDuration, owner.limits, options.concurrency, owner.running);
+    const spans = options.telemetry && new AttemptSpans(options.telemetry, {
+      queueName: owner.queueName, partition: partitions === 1 ? undefined : index, workerId: owner.workerId, workerName: options.name,
+    }, owner.runnerEvents.error);
     this.runner = new JobRunner(owner.processor, this.scripts, context, this.locks, lockDuration, this.finisher, owner.runnerEvents, this.schedulers,
-      options.backoffStrategy, options.jobTimeout, { notices: this.notices });
+      options.backoffStrategy, options.jobTimeout, { notices: this.notices }, spans);
     context.ownRun = (jobId, token) => this.runner.ownRun(jobId, token);
     registerRunner(this.runner);
   }

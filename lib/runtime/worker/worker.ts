@@ -28,6 +28,7 @@ import { assertCancelReason } from '../locks/job-cancelled-error.js';
 import { SandboxPool } from '../sandbox/sandbox-pool.js';
 import { CancelWatch } from './cancel-watch.js';
 import { EchoMQOptionError } from '../../protocol/errors.js';
+import { StallSpans } from '../telemetry/stall-spans.js';
 
 
 /** The events a Worker emits, with their arguments. */
@@ -149,6 +150,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.client = client;
     this.ownsClient = owned;
     if (partitions === 1) this.blockingClient = connectBlocking(opts.connection);
+    const { telemetry } = this.options;
+    const stallSpans = telemetry && new StallSpans(telemetry, client, name, (error) => this.reportError(error));
     this.lockManager = opts.lockManager ?? new LockManager();
     this.ownsLockManager = opts.lockManager === undefined;
     this.limits = new WorkerLimits(this.options, () => this.limitsChanged());
@@ -177,6 +180,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         if (result.movedToFailed.length > 0 && Number.isFinite(this.limits.globalConcurrency)) void client.zadd(lane.keys.marker, 0, '0').catch(() => undefined);
         for (const { jobId } of result.movedToWait) this.emitSafely('stalled', jobId, 'wait');
         for (const { jobId } of result.movedToFailed) this.emitSafely('stalled', jobId, 'failed');
+        if (stallSpans) void stallSpans.record(lane.keys, result, partitions === 1 ? undefined : lane.index);
       },
       onSweepError: (error) => this.reportError(error),
       running: () => this.running,
