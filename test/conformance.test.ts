@@ -19,9 +19,11 @@ const vectors = readdirSync(vectorDir).filter((f) => f.endsWith('.json')).sort()
 /**
  * The scripts that must have vectors, and the codes each must show in them: the five PROTOCOL.md
  * fixes, the job scheduler scripts (docs/protocol.md, "Job schedulers"), the deduplication
- * scripts (docs/deduplication.md), the cancel scripts (docs/protocol.md, "Cancelling jobs") and
- * the two steps of a child's finish (docs/protocol.md, "Flows"),
- * whose decisions the other runtimes replay too.
+ * scripts (docs/deduplication.md), the cancel scripts (docs/protocol.md, "Cancelling jobs"), the
+ * job control and queue-wide limit scripts (docs/protocol.md, "Job control", "Queue-wide limits"),
+ * metrics, and the flow scripts (docs/protocol.md, "Flows"), whose decisions the other runtimes
+ * replay too. A code counts when it is a case's reply, or a negative number anywhere in an array
+ * reply (a batch's per-job codes, removeJob-14's `{-1}`).
  */
 const COVERED: Record<string, unknown[]> = {
   'extendLock-2.lua': [0, 1],
@@ -41,10 +43,32 @@ const COVERED: Record<string, unknown[]> = {
   'cancelledAmong-1.lua': [],
   'finishFlowJob-8.lua': [-1, -2, -3, -6],
   'settleChildren-12.lua': [],
+  'updateData-1.lua': [-1, 1],
+  'changeDelay-4.lua': [-1, -3, 1],
+  'changePriority-8.lua': [-1, 1],
+  'promote-9.lua': [-1, -3, 1],
+  'promoteJobs-8.lua': [0],
+  'retryJobs-8.lua': [0],
+  'moveToDelayed-7.lua': [-1, -2, -3, -6, 1],
+  'moveJobFromActiveToWait-11.lua': [-1, -2, -3, -6, 1],
+  'finishJobsBounded-13.lua': [-1, -2, -3, -6],
+  'recordMetrics-2.lua': [],
+  'removeJob-14.lua': [-1],
+  'ackNotices-2.lua': [0, 1],
+  'ackFlowPending-2.lua': [0],
+  'addDependency-4.lua': [-1, 0, 1],
+  'moveToWaitingChildren-7.lua': [-1, -2, -3, -6, 0, 1],
+  'addFlowJobs-15.lua': [],
+  'finishFlowJobs-15.lua': [-1, -2, -3, -6],
 };
 
+/** Every negative number of a reply, at any depth. */
+function negativeNumbers(reply: unknown[]): number[] {
+  return reply.flatMap((r) => (Array.isArray(r) ? negativeNumbers(r) : typeof r === 'number' && r < 0 ? [r] : []));
+}
+
 describe('the conformance vectors', () => {
-  it('cover the five fixed scripts and the job scheduler scripts with every return code, and name only scripts of lua/', () => {
+  it('cover the scripts of COVERED with every return code named there, and name only scripts of lua/', () => {
     expect(vectors.map((v) => v.script).sort()).toEqual(expect.arrayContaining(Object.keys(COVERED)));
     for (const { file, script, cases } of vectors) {
       expect({ file, script: readdirSync(luaDir).includes(script) }).toEqual({ file, script: true });
@@ -56,7 +80,7 @@ describe('the conformance vectors', () => {
         const named = [...c.keys, ...Object.keys(c.before), ...Object.keys(c.after)];
         expect(named.filter((key) => !key.includes(QUEUE_PLACEHOLDER))).toEqual([]);
       }
-      const codes = new Set(cases.flatMap((c) => (typeof c.reply === 'number' ? [c.reply] : Array.isArray(c.reply) ? c.reply.filter((r) => typeof r === 'number' && r < 0) : [])));
+      const codes = new Set(cases.flatMap((c) => (typeof c.reply === 'number' ? [c.reply] : Array.isArray(c.reply) ? negativeNumbers(c.reply) : [])));
       for (const code of COVERED[script] ?? []) expect({ script, code, covered: codes.has(code as number) }).toEqual({ script, code, covered: true });
     }
   });
