@@ -112,7 +112,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
         ...rootWorker,
         ...((partitions ?? 1) > 1 && rootBound !== undefined ? { partitionConcurrency: rootBound } : {}),
         ...definition.workerOptions,
-        ...(sandbox ? { useWorkerThreads: sandbox.useWorkerThreads, sandboxGracePeriod: sandbox.gracePeriod } : {}),
+        ...(sandbox ? { useWorkerThreads: sandbox.useWorkerThreads, sandboxGracePeriod: sandbox.gracePeriod, workerThreadsOptions: sandbox.workerThreadsOptions } : {}),
         partitions,
         connection: client,
         prefix: options.prefix,
