@@ -32,12 +32,15 @@ export function slotsAfter(schedule: Schedule, after: number): SlotPair | undefi
 }
 
 /**
- * The slots a new scheduler starts with: the first slot at or after now, and the one after; with
- * `immediately`, now and the first aligned slot a whole period later (not one a few ms away).
+ * The slots a new scheduler starts with: the first slot at or after now, and the one after. With
+ * `immediately`, when now is within startDate and endDate: now, then for `every` the first aligned
+ * slot a whole period later (not one a few ms away), for a pattern its first slot after now (the
+ * pattern's own times; one a few ms away is one the immediate job may stand for, as for any slot
+ * that comes before the job before it started).
  */
 export function firstSlots(schedule: Schedule, now: number): SlotPair | undefined {
-  if (schedule.immediately && schedule.every !== undefined && (schedule.startDate === undefined || schedule.startDate <= now)) {
-    return { first: now, second: slotAfter(schedule, now + schedule.every - 1) };
+  if (schedule.immediately && (schedule.startDate === undefined || schedule.startDate <= now) && (schedule.endDate === undefined || now <= schedule.endDate)) {
+    return { first: now, second: slotAfter(schedule, schedule.every !== undefined ? now + schedule.every - 1 : now) };
   }
   const first = slotAfter(schedule, now - 1);
   return first === undefined ? undefined : { first, second: slotAfter(schedule, first) };
