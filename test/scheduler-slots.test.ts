@@ -96,6 +96,16 @@ describe('cron patterns', () => {
     expect(seconds).toEqual({ first: NOW, second: Date.UTC(2026, 0, 15, 12, 0, 1) });
   });
 
+  it('keep to the wall clock at DST changes when not a fixed time: gap times skipped, repeated times run at both passes', () => {
+    // Paris, */30 2 * * *: 29 March 2026 has no 02:xx (no run that day), 25 October 2026 two (four runs).
+    expect(slots({ pattern: '*/30 2 * * *', tz: 'Europe/Paris' }, Date.UTC(2026, 2, 27, 12), 3)).toEqual([
+      '2026-03-28T01:00:00.000Z', '2026-03-28T01:30:00.000Z', '2026-03-30T00:00:00.000Z',
+    ]);
+    expect(slots({ pattern: '*/30 2 * * *', tz: 'Europe/Paris' }, Date.UTC(2026, 9, 24, 12), 5)).toEqual([
+      '2026-10-25T00:00:00.000Z', '2026-10-25T00:30:00.000Z', '2026-10-25T01:00:00.000Z', '2026-10-25T01:30:00.000Z', '2026-10-26T01:00:00.000Z',
+    ]);
+  });
+
   it('keep hourly slots an hour apart through both changes, none skipped, none doubled', () => {
     for (const day of [Date.UTC(2026, 2, 28, 20), Date.UTC(2026, 9, 24, 20)]) {
       const hours = slots({ pattern: '0 * * * *', tz: 'Europe/Paris' }, day, 12).map((s) => Date.parse(s!));

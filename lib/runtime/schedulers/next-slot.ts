@@ -5,9 +5,11 @@ import type { Schedule } from './repeat-options.js';
 /**
  * The slots of a schedule, in ms. Every instance computes the same slots from the same schedule:
  * `every` slots are startDate + k * every (the epoch when there is no startDate); cron slots are
- * croner's, in the schedule's time zone, which follows the OCPS rules at DST changes: a time
- * skipped by a spring-forward runs once at the first valid time after it, a time that repeats at a
- * fall-back runs once (at its first occurrence).
+ * croner's, in the schedule's time zone, with its DST rules (Vixie cron's, as croner-rust's): a
+ * fixed-time pattern (one value in each of seconds, minutes and hours) runs a time a spring-forward
+ * skips once, at the first valid time after the gap, and a time a fall-back repeats once, at its
+ * first occurrence; any other pattern keeps to the wall clock (gap times skipped, a repeated time
+ * run at both passes). docs/schedulers.md, "DST".
  */
 
 /** The first slot strictly after `after`, within startDate and endDate; undefined when none is left. */
