@@ -22,6 +22,7 @@ export { Job, CorruptJobError, JobNotFoundError } from './runtime/queue/job.js';
 export type { JobStateName, JobStateOrUnknown } from './runtime/queue/job-state.js';
 export type { ProcessorContext, ProcessorFunction } from './runtime/worker/job-runner.js';
 export type { SandboxedContext, SandboxedJob, SandboxedProcessor } from './runtime/sandbox/sandboxed-job.js';
+export type { WorkerThreadsOptions } from './runtime/sandbox/sandbox-options.js';
 export {
   QueueEvents,
   type QueueEvent,

@@ -123,5 +123,10 @@ describe('@Processor({ sandbox })', () => {
     class BadGrace {}
     await expect(startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() })], providers: [BadGrace] }))
       .rejects.toMatchObject({ field: 'sandbox.gracePeriod' });
+
+    @Processor({ name, sandbox: { file: PROCESSOR, useWorkerThreads: true, workerThreadsOptions: { resourceLimits: { maxOldGenerationSizeMb: -1 } } } })
+    class BadLimit {}
+    await expect(startApp({ imports: [EchoMQModule.forRoot({ connection: testConnection() })], providers: [BadLimit] }))
+      .rejects.toMatchObject({ field: 'sandbox.workerThreadsOptions.resourceLimits.maxOldGenerationSizeMb', message: expect.stringMatching(/^sandbox\.workerThreadsOptions\.resourceLimits\.maxOldGenerationSizeMb: processor BadLimit: must be a number of MB above 0/) });
   });
 });

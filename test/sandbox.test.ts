@@ -88,6 +88,13 @@ describe('a bad processor file is refused before anything is opened or written',
     ['useWorkerThreads not a boolean', PROCESSOR, { useWorkerThreads: 'yes' }, 'useWorkerThreads', /must be true .* or false/],
     ['useWorkerThreads with a function', async () => 1, { useWorkerThreads: false }, 'useWorkerThreads', /applies to a processor file run in sandboxes .* this worker runs a function, in process/],
     ['sandboxGracePeriod with a function', async () => 1, { sandboxGracePeriod: 100 }, 'sandboxGracePeriod', /applies to a processor file run in sandboxes/],
+    ['workerThreadsOptions with a function', async () => 1, { workerThreadsOptions: {} }, 'workerThreadsOptions', /applies to a processor file run in sandboxes/],
+    ['workerThreadsOptions with child processes', PROCESSOR, { workerThreadsOptions: { resourceLimits: { maxOldGenerationSizeMb: 64 } } }, 'workerThreadsOptions', /applies to worker threads \(useWorkerThreads: true\)/],
+    ['workerThreadsOptions not an object', PROCESSOR, { useWorkerThreads: true, workerThreadsOptions: 64 }, 'workerThreadsOptions', /must be an object .* got 64/],
+    ['a thread option other than resourceLimits', PROCESSOR, { useWorkerThreads: true, workerThreadsOptions: { workerData: {} } }, 'workerThreadsOptions.workerData', /is not taken: only resourceLimits is/],
+    ['an unknown resource limit', PROCESSOR, { useWorkerThreads: true, workerThreadsOptions: { resourceLimits: { heapMb: 64 } } }, 'workerThreadsOptions.resourceLimits.heapMb', /is not a resource limit; known: maxOldGenerationSizeMb/],
+    ['a resource limit of 0', PROCESSOR, { useWorkerThreads: true, workerThreadsOptions: { resourceLimits: { maxOldGenerationSizeMb: 0 } } }, 'workerThreadsOptions.resourceLimits.maxOldGenerationSizeMb', /must be a number of MB above 0, got 0/],
+    ['a resource limit in a string', PROCESSOR, { useWorkerThreads: true, workerThreadsOptions: { resourceLimits: { stackSizeMb: '4' } } }, 'workerThreadsOptions.resourceLimits.stackSizeMb', /got "4"/],
   ];
 
   it.each(cases)('%s', async (_what, file, opts, field, message) => {
@@ -280,6 +287,45 @@ describe.each([
     expect(setup.seen).toEqual([`completed ${first.id}`, `failed ${crash.id} Error`, `completed ${next.id}`]);
     expect(worker.isRunning()).toBe(true);
   });
+
+  // What ends a sandbox from outside its handler's JavaScript: V8 at a thread's heap limit, a signal
+  // to a child (the kernel's OOM killer, a kill -9). Each kind gets the one that can happen to it:
+  // a child has no heap limit of its own to set here, and a SIGKILL in a thread is the worker's process.
+  const [death, deadlyMode, how, deadlyOptions] = threads
+    ? ['runs out of memory (a thread past its resourceLimits)', 'out of memory', 'ran out of memory', { workerThreadsOptions: { resourceLimits: { maxOldGenerationSizeMb: 32 } } }]
+    : ['is killed by SIGKILL', 'kill self', 'was killed by SIGKILL', {}];
+  it(`a sandbox that ${death} fails only its job, saying so; a job running beside it completes, the next runs, the worker goes on`, async () => {
+    setup = new Setup();
+    const worker = setup.worker(threads, { concurrency: 2, ...deadlyOptions });
+    const pool = poolOf(worker);
+    const first = await setup.queue.add('where', { mode: 'where' });
+    const before = (await finished(setup.queue, first.id)).job.returnvalue as { pid: number; threadId: number };
+    // A job that runs through the crash, in the sandbox the first job left idle.
+    const beside = await setup.queue.add('beside', { mode: 'after the previous', ms: 3000 });
+    await eventually(() => worker.runningCount === 1, 5000, 'the job beside running');
+    const crash = await setup.queue.add('crash', { mode: deadlyMode }, { attempts: 1 });
+    const { state, job: crashed } = await finished(setup.queue, crash.id);
+    expect(state).toBe('failed');
+    expect(crashed.failedReason).toMatch(new RegExp(`^the sandbox \\(${sandboxLabel}\\) ${how} while running job ${crash.id}$`));
+    const dead = Number(/^the sandbox \((?:worker thread|child process) (\d+)\)/.exec(crashed.failedReason!)![1]);
+    expect(dead).not.toBe(threads ? before.threadId : before.pid); // a sandbox of its own, started for it
+
+    const { state: besideState, job: besideDone } = await finished(setup.queue, beside.id);
+    expect({ state: besideState, attemptsStarted: besideDone.attemptsStarted }).toEqual({ state: 'completed', attemptsStarted: 1 });
+    expect(placeOf(besideDone.returnvalue as { pid: number; threadId: number })).toBe(placeOf(before));
+    // It was running when the other sandbox died, and finished after: untouched by the crash.
+    expect(besideDone.processedOn!).toBeLessThanOrEqual(crashed.finishedOn!);
+    expect(besideDone.finishedOn!).toBeGreaterThanOrEqual(crashed.finishedOn!);
+
+    const next = await setup.queue.add('where', { mode: 'where' });
+    const after = (await finished(setup.queue, next.id)).job.returnvalue as { pid: number; threadId: number };
+    expect(threads ? after.threadId : after.pid).not.toBe(dead);
+    expect(pool.ids).not.toContain(dead); // replaced, not kept
+    if (!threads) expect(alive(dead)).toBe(false);
+    expect(setup.seen).toEqual([`completed ${first.id}`, `failed ${crash.id} Error`, `completed ${beside.id}`, `completed ${next.id}`]);
+    expect(worker.isRunning()).toBe(true);
+    expect(setup.errors).toEqual([]);
+  }, 30_000);
 
   it('a job.log() the previous job did not await, refused as too late, does not end the sandbox nor fail the next job', async () => {
     setup = new Setup();

@@ -43,6 +43,20 @@ describe('every', () => {
   });
 });
 
+describe('immediately', () => {
+  it.each([
+    ['every', { every: 60_000 }],
+    ['a pattern', { pattern: '0 * * * *' }],
+  ] as Array<[string, Parameters<typeof parseRepeatOptions>[0]]>)('with %s: waits for a startDate still to come, and makes no job once endDate has passed', (_what, base) => {
+    const start = NOW + 90 * 60_000;
+    const waiting = firstSlots(parseRepeatOptions({ ...base, immediately: true, startDate: start }), NOW);
+    expect(waiting).toEqual(firstSlots(parseRepeatOptions({ ...base, startDate: start }), NOW));
+    expect(waiting!.first).toBeGreaterThanOrEqual(start);
+    expect(firstSlots(parseRepeatOptions({ ...base, immediately: true, endDate: NOW - 1 }), NOW)).toBeUndefined();
+    expect(firstSlots(parseRepeatOptions({ ...base, immediately: true, endDate: NOW }), NOW)).toEqual({ first: NOW, second: undefined });
+  });
+});
+
 describe('cron patterns', () => {
   it('take a seconds field', () => {
     expect(slots({ pattern: '*/10 * * * * *' }, NOW, 3)).toEqual(['2026-01-15T12:00:10.000Z', '2026-01-15T12:00:20.000Z', '2026-01-15T12:00:30.000Z']);
@@ -70,6 +84,25 @@ describe('cron patterns', () => {
     expect(slots({ pattern: '30 2 * * *', tz: 'Europe/Paris' }, from, 2)).toEqual([
       '2026-10-25T00:30:00.000Z',
       '2026-10-26T01:30:00.000Z',
+    ]);
+  });
+
+  it("start at once with immediately, then at the pattern's own times", () => {
+    const paris = { pattern: '0 3 * * *', tz: 'Europe/Paris' };
+    expect(firstSlots(parseRepeatOptions({ ...paris, immediately: true }), NOW)).toEqual({ first: NOW, second: Date.UTC(2026, 0, 16, 2) });
+    expect(firstSlots(parseRepeatOptions(paris), NOW)).toEqual({ first: Date.UTC(2026, 0, 16, 2), second: Date.UTC(2026, 0, 17, 2) });
+    // The pattern's next time, however close: the pattern's times are kept, none moved.
+    const seconds = firstSlots(parseRepeatOptions({ pattern: '* * * * * *', immediately: true }), NOW);
+    expect(seconds).toEqual({ first: NOW, second: Date.UTC(2026, 0, 15, 12, 0, 1) });
+  });
+
+  it('keep to the wall clock at DST changes when not a fixed time: gap times skipped, repeated times run at both passes', () => {
+    // Paris, */30 2 * * *: 29 March 2026 has no 02:xx (no run that day), 25 October 2026 two (four runs).
+    expect(slots({ pattern: '*/30 2 * * *', tz: 'Europe/Paris' }, Date.UTC(2026, 2, 27, 12), 3)).toEqual([
+      '2026-03-28T01:00:00.000Z', '2026-03-28T01:30:00.000Z', '2026-03-30T00:00:00.000Z',
+    ]);
+    expect(slots({ pattern: '*/30 2 * * *', tz: 'Europe/Paris' }, Date.UTC(2026, 9, 24, 12), 5)).toEqual([
+      '2026-10-25T00:00:00.000Z', '2026-10-25T00:30:00.000Z', '2026-10-25T01:00:00.000Z', '2026-10-25T01:30:00.000Z', '2026-10-26T01:00:00.000Z',
     ]);
   });
 
@@ -113,7 +146,7 @@ describe('bad repeat options are refused, naming the field', () => {
     ['endDate before startDate', { every: 1000, startDate: NOW + 5000, endDate: NOW + 1000 }, 'repeat.endDate'],
     ['a bad date', { every: 1000, startDate: 'tomorrow' }, 'repeat.startDate'],
     ['limit zero', { every: 1000, limit: 0 }, 'repeat.limit'],
-    ['immediately with a pattern', { pattern: '* * * * *', immediately: true }, 'repeat.immediately'],
+    ['immediately not a boolean', { pattern: '* * * * *', immediately: 'yes' }, 'repeat.immediately'],
     ["Bull's cron key", { cron: '* * * * *' }, 'repeat.cron'],
   ];
   it.each(cases)('%s', (_what, repeat, field) => {

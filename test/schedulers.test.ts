@@ -227,10 +227,45 @@ describe('running a schedule', () => {
     expect(await h.queue.removeJobScheduler('twice')).toBe(true);
   });
 
+  it("with immediately, runs a pattern's first job at upsert, then the pattern's slots; the same upsert again makes no other; limit counts it", async () => {
+    h = new Harness();
+    const repeat = { pattern: '*/2 * * * * *', immediately: true, limit: 3 };
+    // Upsert well inside a two-second period, so the immediate job starts long before the
+    // pattern's first slot (one that came first would be a slot the immediate job stands for).
+    const into = Date.now() % 2000;
+    if (into < 100 || into > 800) await sleep((2100 - into) % 2000);
+    const before = Date.now();
+    const first = await h.queue.upsertJobScheduler('at-once', repeat);
+    const immediate = slotOf(first!.id);
+    expect(immediate).toBeGreaterThanOrEqual(before);
+    expect(immediate).toBeLessThanOrEqual(Date.now());
+    expect(await first!.getState()).toBe('wait');
+    const slot = Math.ceil(immediate / 2000) * 2000; // the pattern's first time after it
+    expect(await h.queue.getJobScheduler('at-once')).toMatchObject({ next: immediate, after: slot, iterationCount: 2 });
+    // Another instance's boot, before anything ran: the same job, nothing new.
+    expect((await h.queue.upsertJobScheduler('at-once', repeat))!.id).toBe(first!.id);
+    expect(await h.queue.getJobCounts('wait', 'delayed')).toEqual({ wait: 1, delayed: 1 });
+
+    const { runs, handler } = ledger();
+    h.worker(handler);
+    await eventually(() => runs.has(immediate), 5_000, 'the immediate job to run');
+    // And after it ran: no second immediate job, the chain goes on at the pattern's times.
+    const again = await h.queue.upsertJobScheduler('at-once', repeat);
+    expect(slotOf(again!.id) % 2000).toBe(0);
+    await eventually(async () => (await h.queue.getJobScheduler('at-once')) === undefined, 10_000, 'the scheduler to end at its limit');
+    await eventually(() => runs.size === 3, 5_000, 'the last run');
+    await sleep(300);
+    expect([...runs.keys()].sort((a, b) => a - b)).toEqual([immediate, slot, slot + 2000]);
+    expect([...runs.values()]).toEqual([1, 1, 1]);
+  });
+
   it('takes an endDate already past as a schedule that has ended (a boot after the end does not fail)', async () => {
     h = new Harness();
     expect(await h.queue.upsertJobScheduler('over', { every: 100, endDate: Date.now() - 1_000 })).toBeUndefined();
     expect(await h.queue.getJobScheduler('over')).toBeUndefined();
+    // immediately included: no job at once after the end.
+    expect(await h.queue.upsertJobScheduler('over-now', { every: 100, endDate: Date.now() - 1_000, immediately: true })).toBeUndefined();
+    expect(await h.queue.upsertJobScheduler('over-cron', { pattern: '* * * * * *', endDate: Date.now() - 1_000, immediately: true })).toBeUndefined();
     expect(await h.queue.getJobCounts('delayed', 'wait')).toEqual({ delayed: 0, wait: 0 });
   });
 

@@ -2,6 +2,7 @@ import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Provide
 import type { ConnectionInput } from '../runtime/connection.js';
 import type { FlowProducerOptions } from '../runtime/flows/flow-producer.js';
 import type { JobOptions, QueueOptions, WorkerOptions } from '../runtime/options.js';
+import type { WorkerThreadsOptions } from '../runtime/sandbox/sandbox-options.js';
 import type { RepeatOptions } from '../runtime/schedulers/repeat-options.js';
 import type { JobSchedulerTemplate } from '../runtime/schedulers/template.js';
 import type { Telemetry } from '../runtime/telemetry/telemetry.js';
@@ -113,6 +114,8 @@ export interface ProcessorSandbox {
   useWorkerThreads?: boolean;
   /** ms a sandbox may go on after its job's signal aborted, before it is killed (the worker's sandboxGracePeriod). Default 5,000. */
   gracePeriod?: number;
+  /** With worker threads: each thread's `resourceLimits` (the worker's workerThreadsOptions). Default Node's. */
+  workerThreadsOptions?: WorkerThreadsOptions;
 }
 
 /** @Processor's options: the queue, its configuration, worker settings and the provider scope. */

@@ -125,7 +125,7 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
         ...rootWorker,
         ...((partitions ?? 1) > 1 && rootBound !== undefined ? { partitionConcurrency: rootBound } : {}),
         ...definition.workerOptions,
-        ...(sandbox ? { useWorkerThreads: sandbox.useWorkerThreads, sandboxGracePeriod: sandbox.gracePeriod } : {}),
+        ...(sandbox ? { useWorkerThreads: sandbox.useWorkerThreads, sandboxGracePeriod: sandbox.gracePeriod, workerThreadsOptions: sandbox.workerThreadsOptions } : {}),
         partitions,
         telemetry: this.telemetryOf(definition),
         connection: client,

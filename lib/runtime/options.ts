@@ -5,6 +5,7 @@ import { assertMaxDataPoints } from '../protocol/metrics.js';
 import { assertPartitionKey, resolvePartitions } from '../protocol/partitions.js';
 import type { RateLimit } from '../protocol/scripts.js';
 import type { ConnectionInput } from './connection.js';
+import type { WorkerThreadsOptions } from './sandbox/sandbox-options.js';
 import type { Job } from './queue/job.js';
 import { DEFAULT_MAX_DATA_BYTES } from './queue/serialize.js';
 import { MAX_TIMER_MS } from './sleeper.js';
@@ -223,6 +224,14 @@ export interface WorkerOptions {
    * function (EchoMQOptionError).
    */
   sandboxGracePeriod?: number;
+  /**
+   * With a processor file in worker threads: `resourceLimits` of each thread (BullMQ's option name;
+   * of Node's thread options only resourceLimits is taken), e.g. `{ resourceLimits: {
+   * maxOldGenerationSizeMb: 256 } }`: a handler that reaches it fails its job with "ran out of
+   * memory" and the process lives on. Default Node's. Refused with a function, with child processes
+   * (EchoMQOptionError).
+   */
+  workerThreadsOptions?: WorkerThreadsOptions;
   /**
    * Per-minute counts of the jobs this worker completes and fails for good, for queue.getMetrics
    * (BullMQ's option and shape). Opt-in: counted in memory and sent about every 5 s and at close

@@ -1,6 +1,6 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { MessageChannel, receiveMessageOnPort, Worker as Thread } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort, Worker as Thread, type ResourceLimits } from 'node:worker_threads';
 import { CHILD_KEY, readFromSandbox, type FromSandbox, type ToSandbox } from './sandbox-messages.js';
 
 /**
@@ -48,18 +48,21 @@ export interface SandboxChannel {
   stop(): void;
 }
 
-/** Starts the host in a worker thread (`threads`) or a child process, loading the processor at `fileUrl`. */
-export function openChannel(fileUrl: string, threads: boolean, events: ChannelEvents): SandboxChannel {
-  return threads ? openThread(fileUrl, events) : openChild(fileUrl, events);
+/**
+ * Starts the host in a worker thread (`threads`, with `resourceLimits` when given) or a child
+ * process, loading the processor at `fileUrl`.
+ */
+export function openChannel(fileUrl: string, threads: boolean, events: ChannelEvents, resourceLimits?: ResourceLimits): SandboxChannel {
+  return threads ? openThread(fileUrl, events, resourceLimits) : openChild(fileUrl, events);
 }
 
 /**
  * The host gets a MessagePort of its own (in workerData): the thread's parentPort is left to the
  * processor's code, and what it posts there is not read as the host's.
  */
-function openThread(fileUrl: string, events: ChannelEvents): SandboxChannel {
+function openThread(fileUrl: string, events: ChannelEvents, resourceLimits?: ResourceLimits): SandboxChannel {
   const { port1: port, port2 } = new MessageChannel();
-  const thread = new Thread(HOST, { workerData: { processorFile: fileUrl, port: port2 }, transferList: [port2] });
+  const thread = new Thread(HOST, { workerData: { processorFile: fileUrl, port: port2 }, transferList: [port2], ...(resourceLimits ? { resourceLimits } : {}) });
   const label = `worker thread ${thread.threadId}`;
   let uncaught: Error | undefined;
   let fatal: Extract<FromSandbox, { t: 'fatal' }> | undefined;

@@ -74,7 +74,7 @@ export class Sandbox {
       message: (message) => this.receive(message),
       exit: (how, stack, started) => this.exit(how, stack, started),
       foreign: (via) => owner.foreign(this, via),
-    });
+    }, spec.resourceLimits);
     this.label = this.channel.label;
     this.id = this.channel.id;
   }

@@ -5,9 +5,11 @@ import type { Schedule } from './repeat-options.js';
 /**
  * The slots of a schedule, in ms. Every instance computes the same slots from the same schedule:
  * `every` slots are startDate + k * every (the epoch when there is no startDate); cron slots are
- * croner's, in the schedule's time zone, which follows the OCPS rules at DST changes: a time
- * skipped by a spring-forward runs once at the first valid time after it, a time that repeats at a
- * fall-back runs once (at its first occurrence).
+ * croner's, in the schedule's time zone, with its DST rules (Vixie cron's, as croner-rust's): a
+ * fixed-time pattern (one value in each of seconds, minutes and hours) runs a time a spring-forward
+ * skips once, at the first valid time after the gap, and a time a fall-back repeats once, at its
+ * first occurrence; any other pattern keeps to the wall clock (gap times skipped, a repeated time
+ * run at both passes). docs/schedulers.md, "DST".
  */
 
 /** The first slot strictly after `after`, within startDate and endDate; undefined when none is left. */
@@ -32,12 +34,15 @@ export function slotsAfter(schedule: Schedule, after: number): SlotPair | undefi
 }
 
 /**
- * The slots a new scheduler starts with: the first slot at or after now, and the one after; with
- * `immediately`, now and the first aligned slot a whole period later (not one a few ms away).
+ * The slots a new scheduler starts with: the first slot at or after now, and the one after. With
+ * `immediately`, when now is within startDate and endDate: now, then for `every` the first aligned
+ * slot a whole period later (not one a few ms away), for a pattern its first slot after now (the
+ * pattern's own times; one a few ms away is one the immediate job may stand for, as for any slot
+ * that comes before the job before it started).
  */
 export function firstSlots(schedule: Schedule, now: number): SlotPair | undefined {
-  if (schedule.immediately && schedule.every !== undefined && (schedule.startDate === undefined || schedule.startDate <= now)) {
-    return { first: now, second: slotAfter(schedule, now + schedule.every - 1) };
+  if (schedule.immediately && (schedule.startDate === undefined || schedule.startDate <= now) && (schedule.endDate === undefined || now <= schedule.endDate)) {
+    return { first: now, second: slotAfter(schedule, schedule.every !== undefined ? now + schedule.every - 1 : now) };
   }
   const first = slotAfter(schedule, now - 1);
   return first === undefined ? undefined : { first, second: slotAfter(schedule, first) };

@@ -19,7 +19,12 @@ export interface RepeatOptions {
   endDate?: Date | string | number;
   /** Make at most this many jobs, then remove the scheduler. */
   limit?: number;
-  /** `every` only: the first job is due at once instead of at the next slot. */
+  /**
+   * The first job is due at once (at upsert), then the slots follow: for `every` the first aligned
+   * slot a whole period later, for a pattern its own next time. It counts toward `limit`. Ignored
+   * while a startDate is still to come (the first job waits for it) or once endDate has passed. An
+   * upsert with the same arguments makes no other immediate job; a changed one starts anew, at once.
+   */
   immediately?: boolean;
 }
 
@@ -79,7 +84,6 @@ export function parseRepeatOptions(repeat: RepeatOptions, at = 'repeat'): Schedu
   }
   if (repeat.immediately !== undefined) {
     if (typeof repeat.immediately !== 'boolean') throw new EchoMQOptionError(`${at}.immediately`, `must be true or false, got ${describe(repeat.immediately)}`);
-    if (repeat.immediately && pattern !== undefined) throw new EchoMQOptionError(`${at}.immediately`, 'applies to every; a cron pattern runs at its own times');
     if (repeat.immediately) schedule.immediately = true;
   }
   return schedule;

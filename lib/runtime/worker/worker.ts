@@ -616,7 +616,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
  * process), so they are refused, naming the field. Nest passes them only for a @Processor's sandbox.
  */
 function refuseSandboxOptions(opts: WorkerConstructorOptions): void {
-  for (const field of ['useWorkerThreads', 'sandboxGracePeriod'] as const) {
+  for (const field of ['useWorkerThreads', 'sandboxGracePeriod', 'workerThreadsOptions'] as const) {
     if (opts[field] !== undefined) {
       throw new EchoMQOptionError(field, 'applies to a processor file run in sandboxes (its path or URL in place of the function); this worker runs a function, in process: remove it, or give the file');
     }
