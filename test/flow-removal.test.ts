@@ -225,6 +225,36 @@ describe('removing a child whose finish the parent has not heard of yet', () => 
     expect(await f.client.zcard(f.childQueue.keys.notices)).toBe(0);
   });
 
+  it('with failParentOnFailure up two levels: the parent fails, and so does its own parent, with no worker anywhere', async () => {
+    // G <- P (failParentOnFailure) <- C (failParentOnFailure); C failed for good, its notice not
+    // delivered. The removal fails P, which writes its own notice for G: delivered at once too.
+    const [grands, parents, children] = [uniqueQueueName('grand'), uniqueQueueName('parents'), uniqueQueueName('children')];
+    const tree = await producer().add({
+      name: 'g', queueName: grands,
+      children: [{
+        name: 'p', queueName: parents, opts: { failParentOnFailure: true },
+        children: [{ name: 'c', queueName: children, opts: { failParentOnFailure: true } }],
+      }],
+    });
+    const [parentQueue, childQueue] = [queue(parents), queue(children)];
+    const p = tree.children![0].job;
+    const c = tree.children![0].children![0].job;
+    const k = childQueue.keys;
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    const now = Date.now();
+    await client.multi()
+      .lrem(k.wait, 0, c.id).zadd(k.failed, now, c.id).hset(k.job(c.id), 'finishedOn', now, 'failedReason', 'broke')
+      .zadd(k.notices, now, c.id).hset(k.noticeData, c.id, JSON.stringify([parentQueue.keys.job(p.id), 'failed', 'broke', 'fail']))
+      .exec();
+    await c.remove();
+    expect(await p.getState()).toBe('failed');
+    expect(await tree.job.getState()).toBe('failed');
+    const g = await queue(grands).getJob(tree.job.id);
+    expect(g!.failedReason).toBe(`child ${parentQueue.keys.job(p.id)} failed: child ${k.job(c.id)} failed: broke`);
+    expect(await client.exists(k.notices, parentQueue.keys.notices, parentQueue.keys.noticeData)).toBe(0);
+  });
+
   it('with ignore, continue or remove: the parent hears the failure under the child\'s policy', async () => {
     const ignore = await failedUnheard('ignore');
     await ignore.failed.remove();

@@ -46,16 +46,29 @@ export async function removeJobOfFlow(context: JobContext, jobId: string, opts: 
  * Settles a removed child's notice in its parent's queue, then deletes it from the child's.
  * removeJob-14 answers only a notice it could read (its own, or one it kept), so `null` here
  * would be another runtime's doing: the notice is then left to the sweep, which reports it.
+ * A parent that settle failed (failParentOnFailure) and that is a child itself wrote its own
+ * notice in its queue (settleChildren-12's `noticed`): it goes up the tree next, level by level,
+ * as a worker's delivery sends it (ParentNotices), so a grandparent with no worker serving the
+ * middle queue is not left waiting for a sweep that may never come.
  */
 async function tellParent(client: RedisClient, keys: Keys, childId: string, json: string, maxEvents: number): Promise<void> {
-  const notice = parseNotice(childId, json);
-  if (!notice) return;
-  const parent = parseJobKey(notice.parentKey);
-  if (parent) {
-    await new FlowScripts(client, parent.keys, maxEvents).settleChildren(
-      [{ parentId: parent.id, childKey: keys.job(childId), outcome: notice.outcome, value: notice.value, policy: notice.policy }], Date.now());
+  let next: { from: Keys; childId: string; json: string } | undefined = { from: keys, childId, json };
+  while (next) {
+    const { from } = next;
+    const notice = parseNotice(next.childId, next.json);
+    next = undefined;
+    if (!notice) return;
+    const parent = parseJobKey(notice.parentKey);
+    if (parent) {
+      const { noticed } = await new FlowScripts(client, parent.keys, maxEvents).settleChildren(
+        [{ parentId: parent.id, childKey: from.job(notice.childId), outcome: notice.outcome, value: notice.value, policy: notice.policy }], Date.now());
+      // One settle fails at most one parent: the tree is walked up as a chain.
+      const [failed] = noticed;
+      const stored = failed === undefined ? null : await client.hget(parent.keys.noticeData, failed);
+      if (stored !== null) next = { from: parent.keys, childId: failed, json: stored };
+    }
+    await new FlowScripts(client, from, maxEvents).ackNotices([notice]);
   }
-  await new FlowScripts(client, keys, maxEvents).ackNotices([notice]);
 }
 
 /**
