@@ -2,13 +2,22 @@
   ackNotices-2 · notices delivered to their parents (settleChildren-12 answered) go: each only
   if it still says what was delivered. A child retried after a failure may have finished again
   meanwhile and written a newer notice under the same id, which must stay for its own delivery.
-  The stored notice is decoded and compared field by field (not as text: runtimes' JSON encoders
-  differ, e.g. cjson writes "/" as "\/"). A stored notice that is none (readNotice: not JSON, not
-  an array, fields missing or of the wrong kind) goes whatever ARGV says: it can never be
-  delivered, and the runtime that read it has reported it.
+  Two kinds of entry, five fields each:
+  - a notice the runtime built itself (a worker's finish): the stored notice is decoded and
+    compared field by field (not as text: runtimes' JSON encoders differ, e.g. cjson writes "/" as
+    "\/"). A stored notice that is none for readNotice (not JSON to cjson, not an array, fields
+    missing or of the wrong kind) goes whatever the entry says: a finish's notice, written by
+    cjson, is always one, so such data is no newer notice, and it can never be delivered.
+  - data the runtime read from notice-data (a notice it delivered, or data it could not read and
+    reported), parentKey "": it goes only while HGET answers it byte for byte. No decoder is
+    involved, so parsers that disagree (cjson takes NaN, Infinity and hex numbers, which
+    JSON.parse refuses; JSON.parse takes a lone \ud800 escape, which cjson refuses) cannot keep
+    data for ever that one side reads as a notice and the other not; a newer notice differs from
+    what was read, and stays.
 
   KEYS[1] notices   [2] notice-data
-  ARGV five fields a notice: child id, parentKey, outcome, value, policy
+  ARGV five fields an entry: child id, then either parentKey, outcome, value, policy (a notice
+      built by the runtime; parentKey never "") or "", "", the data as read, "" (data read)
   Returns how many went.
 ]]
 local rcall = redis.call
@@ -16,17 +25,22 @@ local rcall = redis.call
 
 local gone = 0
 for i = 1, #ARGV, 5 do
-  local stored = rcall("HGET", KEYS[2], ARGV[i])
+  local childId = ARGV[i]
+  local stored = rcall("HGET", KEYS[2], childId)
+  local goes = false
   if not stored then
-    rcall("ZREM", KEYS[1], ARGV[i]) -- its data went with an earlier ack
+    rcall("ZREM", KEYS[1], childId) -- its data went with an earlier ack
+  elseif ARGV[i + 1] == "" then
+    goes = stored == ARGV[i + 3]
   else
     local notice = readNotice(stored)
-    if not notice or (notice.parentKey == ARGV[i + 1] and notice.outcome == ARGV[i + 2]
-        and notice.value == ARGV[i + 3] and notice.policy == ARGV[i + 4]) then
-      rcall("HDEL", KEYS[2], ARGV[i])
-      rcall("ZREM", KEYS[1], ARGV[i])
-      gone = gone + 1
-    end
+    goes = not notice or (notice.parentKey == ARGV[i + 1] and notice.outcome == ARGV[i + 2]
+        and notice.value == ARGV[i + 3] and notice.policy == ARGV[i + 4])
+  end
+  if goes then
+    rcall("HDEL", KEYS[2], childId)
+    rcall("ZREM", KEYS[1], childId)
+    gone = gone + 1
   end
 end
 return gone

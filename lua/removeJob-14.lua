@@ -154,7 +154,9 @@ end
 -- outcome other than "completed" and "failed", a value or policy that is neither a string nor
 -- JSON null (another runtime's null reads as ""; a field left out is missing, not ""), or a policy
 -- none of "", fail, ignore, remove, continue. The runtimes read notices by the same rule (the Node
--- runtime's parseNotice): a notice that is none cannot be delivered, and is deleted.
+-- runtime's parseNotice): a notice that is none cannot be delivered, and is deleted. Their JSON
+-- parsers still differ at the edges (cjson takes NaN, Infinity, hex; JSON.parse a lone \ud800
+-- escape), so what a runtime read is deleted by its bytes (ackNotices-2), not by this rule.
 local NOTICE_POLICIES = { [""] = true, fail = true, ignore = true, remove = true, continue = true }
 local function readNotice(stored)
   local ok, notice = pcall(cjson.decode, stored)

@@ -38,7 +38,17 @@ const BAD: Record<string, string> = {
   'unknown-policy': '["emq:{p}:1","failed","broke","retry"]',
 };
 
-async function plant(client: ReturnType<typeof redis>, keys: Keys, notices: Record<string, string>, at = MINUTE_AGO()): Promise<void> {
+/**
+ * Data that Lua's cjson reads as a notice (its first four fields are one) and JSON.parse refuses:
+ * cjson takes NaN, Infinity and hex numbers. The parsers disagree, so only bytes can decide.
+ */
+const LUA_ONLY: Record<string, string> = {
+  nan: '["emq:{p}:1","failed","broke","",NaN]',
+  infinity: '["emq:{p}:1","failed","broke","",-Infinity]',
+  hex: '["emq:{p}:1","completed","1","",0x1F]',
+};
+
+async function plant(client: ReturnType<typeof redis>, keys: Keys, notices: Record<string, string | Buffer>, at = MINUTE_AGO()): Promise<void> {
   const multi = client.multi();
   for (const [childId, json] of Object.entries(notices)) multi.zadd(keys.notices, at, childId).hset(keys.noticeData, childId, json);
   await multi.exec();
@@ -66,7 +76,45 @@ describe('ackNotices-2', () => {
   });
 });
 
+describe('ackNotices-2 of data read (parentKey "")', () => {
+  it('deletes it only while HGET answers it byte for byte, whatever a parser makes of it', async () => {
+    const client = redis();
+    const keys = new Keys(uniqueQueueName('children'), 'emq');
+    const newer = '["emq:{p}:1","completed","2",""]';
+    await plant(client, keys, { ...LUA_ONLY, replaced: newer, bytes: Buffer.from([0x7b, 0xff, 0xfe]) });
+    const scripts = new FlowScripts(client, keys, 100);
+    await scripts.ackNotices([
+      ...Object.entries(LUA_ONLY).map(([childId, stored]) => ({ childId, stored })),
+      // Read before a newer notice replaced it: the newer one stays.
+      { childId: 'replaced', stored: '["emq:{p}:1","completed","1",""]' },
+      // Not UTF-8: as text it would never compare equal; as the bytes read, it does.
+      { childId: 'bytes', stored: Buffer.from([0x7b, 0xff, 0xfe]) },
+    ]);
+    expect(await client.hgetall(keys.noticeData)).toEqual({ replaced: newer });
+    expect(await client.zrange(keys.notices, '0', '-1')).toEqual(['replaced']);
+  });
+});
+
 describe('the sweep of a notice that cannot be read', () => {
+  it('data cjson reads as a notice and JSON.parse does not (NaN, Infinity, hex) is reported once and deleted', async () => {
+    const client = redis();
+    const keys = new Keys(uniqueQueueName('children'), 'emq');
+    for (const json of Object.values(LUA_ONLY)) expect(parseNotice('c', json)).toBeNull();
+    const errors: Error[] = [];
+    const notices = new ParentNotices(client, keys, 100, (error) => errors.push(error), 0);
+    // Bytes that are not UTF-8 too: unreadable, and readable (a notice whose value holds 0xff).
+    const readableBytes = Buffer.concat([Buffer.from('["emq:{gone-parent}:1","failed","'), Buffer.from([0xff]), Buffer.from('",""]')]);
+    await plant(client, keys, { ...LUA_ONLY, 'bad-bytes': Buffer.from([0x7b, 0xff]), 'readable-bytes': readableBytes });
+    expect(await notices.sweep()).toBe(Object.keys(LUA_ONLY).length + 2);
+    await notices.drain();
+    expect(errors.map((e) => /notice of job (\S+) of queue/.exec(e.message)?.[1]).sort()).toEqual([...Object.keys(LUA_ONLY), 'bad-bytes'].sort());
+    expect(await client.exists(keys.notices, keys.noticeData)).toBe(0);
+    // The next sweep finds nothing: nothing reported again.
+    expect(await notices.sweep()).toBe(0);
+    expect(errors).toHaveLength(Object.keys(LUA_ONLY).length + 1);
+  });
+
+
   it('reports each once and deletes it; the readable ones are delivered as before', async () => {
     const client = redis();
     const keys = new Keys(uniqueQueueName('children'), 'emq');

@@ -55,6 +55,15 @@ export interface ChildOutcome {
   policy: ParentPolicy;
 }
 
+/**
+ * What ackNotices-2 deletes: a notice as delivered, built by the runtime (its fields), or data as
+ * it was read from notice-data (`stored`, its exact bytes: a notice delivered, or data reported as
+ * none).
+ */
+export type NoticeAck =
+  | { childId: string; parentKey: string; outcome: ChildOutcome['outcome']; value: string; policy: ParentPolicy }
+  | { childId: string; stored: string | Buffer };
+
 /** settleChildren-12's answer: one code per child (1 settled, 0 nothing to do, -1 no parent), and the parents it failed that are children themselves. */
 export interface Settled {
   codes: number[];
@@ -148,20 +157,25 @@ export class FlowScripts {
     return { moved: reply === 1 };
   }
 
-  /** These notices were delivered: each goes if it still says what was delivered (ackNotices-2). */
-  async ackNotices(delivered: Array<{ childId: string } & Omit<ChildOutcome, 'parentId' | 'childKey'> & { parentKey: string }>): Promise<void> {
-    if (delivered.length === 0) return;
+  /**
+   * These notices were delivered, or this data was read and reported (ackNotices-2): each goes if
+   * it still says what was delivered (a notice built here, compared field by field) or still is
+   * what was read (data read from notice-data, compared byte for byte).
+   */
+  async ackNotices(acks: NoticeAck[]): Promise<void> {
+    if (acks.length === 0) return;
     const k = this.keys;
     await SCRIPTS.ackNotices.run(this.client, [k.notices, k.noticeData],
-      delivered.flatMap((d) => [d.childId, d.parentKey, d.outcome, d.value, d.policy]));
+      acks.flatMap((a): ScriptArg[] => ('stored' in a ? [a.childId, '', '', a.stored, ''] : [a.childId, a.parentKey, a.outcome, a.value, a.policy])));
   }
 
   /** Up to `count` notices written before `before` (ms): those a worker died before delivering. */
-  async oldNotices(before: number, count: number): Promise<Array<{ childId: string; notice?: string }>> {
+  async oldNotices(before: number, count: number): Promise<Array<{ childId: string; notice?: Buffer }>> {
     const k = this.keys;
     const ids = await this.client.zrangebyscore(k.notices, '-inf', before, 'LIMIT', 0, count);
     if (ids.length === 0) return [];
-    const notices = await this.client.hmget(k.noticeData, ...ids);
+    // As bytes: what is acked is what was read, whatever bytes it holds (not valid UTF-8 too).
+    const notices = await this.client.hmgetBuffer(k.noticeData, ...ids);
     return ids.map((childId, i) => ({ childId, notice: notices[i] ?? undefined }));
   }
 }

@@ -5,7 +5,8 @@ import { loadLuaSource } from './lua-source.js';
 /** Either connection kind: every script call works the same on one Redis and on a Cluster. */
 export type RedisClient = Redis | Cluster;
 
-export type ScriptArg = string | number;
+/** A script argument; a Buffer goes byte for byte (data read as bytes, sent back to be compared). */
+export type ScriptArg = string | number | Buffer;
 
 /**
  * One Lua script: read and hashed once, called by EVALSHA. When Redis answers NOSCRIPT (it was

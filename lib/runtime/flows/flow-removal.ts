@@ -54,8 +54,8 @@ export async function removeJobOfFlow(context: JobContext, jobId: string, opts: 
 async function tellParent(client: RedisClient, keys: Keys, childId: string, json: string, maxEvents: number): Promise<void> {
   let next: { from: Keys; childId: string; json: string } | undefined = { from: keys, childId, json };
   while (next) {
-    const { from } = next;
-    const notice = parseNotice(next.childId, next.json);
+    const { from, json: stored } = next;
+    const notice = parseNotice(next.childId, stored);
     next = undefined;
     if (!notice) return;
     const parent = parseJobKey(notice.parentKey);
@@ -64,10 +64,11 @@ async function tellParent(client: RedisClient, keys: Keys, childId: string, json
         [{ parentId: parent.id, childKey: from.job(notice.childId), outcome: notice.outcome, value: notice.value, policy: notice.policy }], Date.now());
       // One settle fails at most one parent: the tree is walked up as a chain.
       const [failed] = noticed;
-      const stored = failed === undefined ? null : await client.hget(parent.keys.noticeData, failed);
-      if (stored !== null) next = { from: parent.keys, childId: failed, json: stored };
+      const above = failed === undefined ? null : await client.hget(parent.keys.noticeData, failed);
+      if (above !== null) next = { from: parent.keys, childId: failed, json: above };
     }
-    await new FlowScripts(client, from, maxEvents).ackNotices([notice]);
+    // Acked as read (what removeJob-14 or HGET answered): it goes while it is still that.
+    await new FlowScripts(client, from, maxEvents).ackNotices([{ childId: notice.childId, stored }]);
   }
 }
 

@@ -13,10 +13,12 @@ const POLICIES: ReadonlySet<unknown> = new Set<ParentPolicy>(['', 'fail', 'ignor
 
 /**
  * A notice's JSON (`[parentKey, outcome, value, policy]`, as finishFlowJob-8 writes it), or null
- * when it is none, by the rule of lua-src/includes/readNotice.lua (which ackNotices-2 and
- * removeJob-14 apply): not JSON, not an array, a parentKey that is not a non-empty string, an
+ * when it is none, by the rule of lua-src/includes/readNotice.lua (which removeJob-14 and
+ * ackNotices-2 apply): not JSON, not an array, a parentKey that is not a non-empty string, an
  * outcome other than completed or failed, a value or policy that is neither a string nor null, a
  * policy not known. A field written as null (another runtime) reads as ""; one left out is missing.
+ * JSON.parse and cjson differ at the edges (NaN, hex, a lone \ud800 escape), so data read here is
+ * acked by its bytes, never by what either parser made of it (ackNotices-2).
  */
 export function parseNotice(childId: string, json: string): Notice | null {
   let fields: unknown;

@@ -1,4 +1,4 @@
-import { FlowScripts, type ChildOutcome, type ParentPolicy } from '../../protocol/flow-scripts.js';
+import { FlowScripts, type ChildOutcome, type NoticeAck, type ParentPolicy } from '../../protocol/flow-scripts.js';
 import { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { CallBatcher } from '../queue/call-batcher.js';
@@ -31,7 +31,7 @@ const sendAtTurnEnd = (): boolean => false;
 export class ParentNotices {
   private readonly own: FlowScripts;
   private readonly settlers = new Map<string, { scripts: FlowScripts; batcher: CallBatcher<ChildOutcome, number> }>();
-  private readonly acks: CallBatcher<Notice, void>;
+  private readonly acks: CallBatcher<NoticeAck, void>;
   private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
@@ -43,7 +43,7 @@ export class ParentNotices {
     private readonly sweepAfterMs: number,
   ) {
     this.own = new FlowScripts(client, keys, maxEvents);
-    this.acks = new CallBatcher<Notice, void>(
+    this.acks = new CallBatcher<NoticeAck, void>(
       async (delivered) => {
         await this.own.ackNotices(delivered);
         return delivered.map(() => undefined);
@@ -125,18 +125,19 @@ export class ParentNotices {
       const old = await this.own.oldNotices(now - this.sweepAfterMs, SWEEP_BATCH);
       await Promise.all(old.map(({ childId, notice }) =>
         // No data: it went with an earlier ack (ackNotices-2 drops the leftover entry).
-        (notice === undefined ? this.ack(this.keys, unreadable(childId)) : this.deliverStoredNotice(this.keys, childId, notice))));
+        (notice === undefined ? this.ack(this.keys, { childId, stored: '' }) : this.deliverStoredNotice(this.keys, childId, notice))));
       swept += old.length;
       if (old.length < SWEEP_BATCH || Date.now() >= until) return swept;
     }
   }
 
   /**
-   * Settles a notice in the parent's queue, then deletes it from `from` (the queue that holds it).
+   * Settles a notice in the parent's queue, then deletes it from `from` (the queue that holds it)
+   * by `ack`: the notice itself when this runtime built it, the data as read when it was read.
    * A parent failed by failParentOnFailure that is a child itself left its own notice in its
    * queue: that one is delivered next, up the tree.
    */
-  private async deliver(notice: Notice, from: Keys): Promise<void> {
+  private async deliver(notice: Notice, from: Keys, ack: NoticeAck = notice): Promise<void> {
     const parent = parseJobKey(notice.parentKey);
     if (parent) {
       const { batcher } = this.settlerOf(parent.keys);
@@ -145,13 +146,13 @@ export class ParentNotices {
       // Not a job key of this protocol: no parent can ever be found by it. Said, then dropped.
       this.onError(new Error(`EchoMQ: the notice of job ${notice.childId} of queue ${from.queueName} names parent "${notice.parentKey}", which is not a job key (P:{queue}:id); dropped`));
     }
-    await this.ack(from, notice);
+    await this.ack(from, ack);
   }
 
-  /** Deletes a delivered notice from `from`, the queue that holds it, if it still says the same (ackNotices-2). */
-  private async ack(from: Keys, notice: Notice): Promise<void> {
-    if (from.base === this.keys.base) return this.acks.submit(notice);
-    await new FlowScripts(this.client, from, this.maxEvents).ackNotices([notice]);
+  /** Deletes a delivered notice (or data read) from `from`, the queue that holds it, if it still says the same (ackNotices-2). */
+  private async ack(from: Keys, ack: NoticeAck): Promise<void> {
+    if (from.base === this.keys.base) return this.acks.submit(ack);
+    await new FlowScripts(this.client, from, this.maxEvents).ackNotices([ack]);
   }
 
   private settlerOf(keys: Keys): { scripts: FlowScripts; batcher: CallBatcher<ChildOutcome, number> } {
@@ -181,7 +182,7 @@ export class ParentNotices {
 
   /** Delivers the notices of these jobs of a queue (`keys`), as they are stored. */
   private async deliverFrom(keys: Keys, childIds: string[]): Promise<void> {
-    const data = await this.client.hmget(keys.noticeData, ...childIds);
+    const data = await this.client.hmgetBuffer(keys.noticeData, ...childIds);
     await Promise.all(childIds.map((childId, i) => {
       const notice = data[i];
       return notice === null ? undefined : this.deliverStoredNotice(keys, childId, notice);
@@ -189,17 +190,21 @@ export class ParentNotices {
   }
 
   /**
-   * Delivers a notice as Redis holds it. One that is no notice (parseNotice: bad JSON, not an
-   * array, fields missing or of the wrong kind) can never be delivered: it is reported once,
-   * through the worker's error channel, and deleted (ackNotices-2 deletes such data whatever it
-   * is asked), rather than read and refused again by every sweep.
+   * Delivers a notice as Redis holds it (`stored`, its bytes as read). One that is no notice
+   * (parseNotice: bad JSON, not an array, fields missing or of the wrong kind) can never be
+   * delivered: it is reported once, through the worker's error channel, and deleted, rather than
+   * read and refused again by every sweep. Either way the ack sends back the bytes read
+   * (ackNotices-2 deletes them while HGET answers the same): no JSON parser decides what goes, so
+   * data that Lua's cjson reads as a notice and JSON.parse does not (NaN, hex) goes too, and a
+   * newer notice written meanwhile stays.
    */
-  private async deliverStoredNotice(keys: Keys, childId: string, json: string): Promise<void> {
+  private async deliverStoredNotice(keys: Keys, childId: string, stored: Buffer): Promise<void> {
+    const json = stored.toString();
     const notice = parseNotice(childId, json);
-    if (notice) return this.deliver(notice, keys);
+    if (notice) return this.deliver(notice, keys, { childId, stored });
     const shown = json.length > 200 ? `${json.slice(0, 200)}...` : json;
     this.onError(new Error(`EchoMQ: the notice of job ${childId} of queue ${keys.queueName} is not a notice ([parentKey, outcome, value, policy]): ${shown}; dropped`));
-    await this.ack(keys, unreadable(childId));
+    await this.ack(keys, { childId, stored });
   }
 }
 
@@ -207,12 +212,4 @@ export class ParentNotices {
 export function parseJobKey(jobKey: string): { keys: Keys; id: string } | undefined {
   const match = /^(.+):\{([^{}]+)\}:([^:]+)$/.exec(jobKey);
   return match ? { keys: new Keys(match[2], match[1]), id: match[3] } : undefined;
-}
-
-/**
- * What an ack of a notice that cannot be delivered sends: no stored notice says this (a parentKey
- * is never ""), so ackNotices-2 deletes only data that is no notice, or nothing is left.
- */
-function unreadable(childId: string): Notice {
-  return { childId, parentKey: '', outcome: 'failed', value: '', policy: '' };
 }
