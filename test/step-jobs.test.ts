@@ -215,6 +215,28 @@ describe('step jobs', () => {
     await expect(childQueue.add('c', {}, { parent: ref })).rejects.toMatchObject({ field: 'add: opts.parent' });
   });
 
+  it('addBulk takes a parent added earlier in the same batch, in this queue (a later one is refused, nothing written)', async () => {
+    const name = uniqueQueueName('steps');
+    const q = queue(name);
+    const ref = { id: 'p', queue: `emq:{${name}}` };
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    await expect(q.addBulk([{ name: 'c', data: {}, opts: { parent: ref } }, { name: 'p', data: {}, opts: { jobId: 'p' } }]))
+      .rejects.toMatchObject({ name: 'EchoMQError', code: -1, message: expect.stringContaining('addBulk[0]: opts.parent') });
+    expect([await q.count(), await client.get(q.keys.id)]).toEqual([0, null]);
+    const [parent, child, second] = await q.addBulk([
+      { name: 'p', data: {}, opts: { jobId: 'p' } },
+      { name: 'c', data: {}, opts: { parent: ref } },
+      { name: 'c2', data: {}, opts: { parent: ref, jobId: 'c2' } },
+    ]);
+    expect([parent.id, child.parent, second.parent]).toEqual(['p', { id: 'p', queueKey: `emq:{${name}}` }, { id: 'p', queueKey: `emq:{${name}}` }]);
+    expect((await parent.getDependencies()).unprocessed.sort()).toEqual([q.keys.job(child.id), q.keys.job('c2')].sort());
+    // A plain entry with a deduplication id may not be written: no parent to count on.
+    await expect(q.addBulk([
+      { name: 'd', data: {}, opts: { jobId: 'd', deduplication: { id: 'dd' } } }, { name: 'c', data: {}, opts: { parent: { ...ref, id: 'd' } } },
+    ])).rejects.toMatchObject({ code: -1 });
+  });
+
   it('add with a parent that does not exist writes nothing, not even an automatic id', async () => {
     const name = uniqueQueueName('steps');
     const q = queue(name);
