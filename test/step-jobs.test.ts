@@ -212,7 +212,14 @@ describe('step jobs', () => {
     const [fits] = await childQueue.addBulk([{ name: 'a', data: 2, opts: { parent: ref, jobId: 'fits' } }]);
     expect(fits.parent?.id).toBe(parent.id);
     expect((await childQueue.addBulk([{ name: 'a', data: 2, opts: { parent: ref, jobId: 'fits' } }]))[0].id).toBe('fits');
-    await expect(childQueue.add('c', {}, { parent: ref })).rejects.toMatchObject({ field: 'add: opts.parent' });
+    // Full now: refused by the check, so nothing is written (addDependency-4 would refuse it too,
+    // with the same field, but only after an automatic id was taken and the plain job written).
+    const full = { ...empty, jobs: 2, deps: 10_000 };
+    expect(await before()).toEqual(full);
+    await expect(childQueue.add('c', {}, { parent: ref })).rejects.toMatchObject({ field: 'add: opts.parent', message: expect.stringContaining('nothing was written') });
+    await expect(childQueue.addBulk([{ name: 'plain', data: 1 }, { name: 'c', data: 2, opts: { parent: ref } }]))
+      .rejects.toMatchObject({ field: 'addBulk[1]: opts.parent', message: expect.stringContaining('nothing was written') });
+    expect(await before()).toEqual(full);
   });
 
   it('addBulk takes a parent added earlier in the same batch, in this queue (a later one is refused, nothing written)', async () => {
