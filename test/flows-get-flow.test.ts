@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { FlowProducer, Queue, Worker, type FlowTreeNode, type ProcessorFunction } from '../lib/index.js';
 import { Redis } from 'ioredis';
 import { Keys } from '../lib/protocol/keys.js';
-import { firstPages, listChildren, queueFirstPages, scanStep } from '../lib/runtime/flows/child-scan.js';
+import { firstPages, hscanNoValues, listChildren, queueFirstPages, scanPlan } from '../lib/runtime/flows/child-scan.js';
+import { parseRedisVersion } from '../lib/runtime/redis-health.js';
 import { eventually, newClient, redisUrl, singleNodeIt, testConnection, uniqueQueueName } from './support/redis.js';
 
 // FlowProducer.getFlow (docs/flows.md): a tree read back from Redis, its levels in other queues
@@ -167,13 +168,14 @@ describe('FlowProducer.getFlow', () => {
   }
 
   async function childrenListed(client: ReturnType<typeof newClient>, pk: Keys, max: number): Promise<string[]> {
+    const plan = scanPlan(max, await hscanNoValues(client));
     const pipeline = client.pipeline();
-    queueFirstPages(pipeline, pk, 'p', scanStep(max));
+    queueFirstPages(pipeline, pk, 'p', plan);
     const replies = ((await pipeline.exec()) ?? []).map(([error, reply]) => {
       if (error) throw error;
       return reply;
     });
-    return listChildren(client, pk, 'p', firstPages(replies), max, scanStep(max));
+    return listChildren(client, pk, 'p', firstPages(replies, plan), max, plan);
   }
 
   it('lists a big parent\'s children by bounded scans, in order: completed, not finished (sorted), failed; each once, at most maxChildren', async () => {
@@ -222,6 +224,29 @@ describe('FlowProducer.getFlow', () => {
     expect(commands).not.toContain('smembers');
     expect(commands).not.toContain('hkeys');
     expect(commands).toContain('sscan');
+  });
+
+  // INFO stats counts one server's bytes.
+  singleNodeIt('lists a few completed children without reading every value a scan step meets (NOVALUES on 7.4+, else a step of maxChildren)', async () => {
+    const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+    const parent = await queue(parents).add('p', {}, { jobId: 'p' });
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    // 300 completed children, each with a 2 KB returnvalue (the hash is a table: a step answers about COUNT entries).
+    const big = JSON.stringify('x'.repeat(2048));
+    await client.hset(new Keys(parents, 'emq').flow(parent.id, 'processed'),
+      ...Array.from({ length: 300 }, (_, i) => [`emq:{${children}}:c${i}`, big]).flat());
+    const version = parseRedisVersion(await client.info('server'))!;
+    expect(await hscanNoValues(client)).toBe(version[0] > 7 || (version[0] === 7 && version[1] >= 4));
+    const flow = producer();
+    await flow.getFlow({ id: 'p', queueName: parents, depth: 1 }); // connected, and the version read
+    const sent = async () => Number(/total_net_output_bytes:(\d+)/.exec(await client.info('stats'))![1]);
+    const before = await sent();
+    const read = await flow.getFlow({ id: 'p', queueName: parents, maxChildren: 5 });
+    const bytes = (await sent()) - before;
+    expect(read.children).toHaveLength(5);
+    // A step of 100 with values sends about 100 x 2 KB; 5 listed need 5 of them at most.
+    expect(bytes).toBeLessThan(40 * 1024);
   });
 
   it('reads on a closed producer is refused', async () => {

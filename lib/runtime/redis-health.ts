@@ -143,6 +143,26 @@ export async function redisVersionProblem(client: RedisClient, need: VersionNeed
   return versionProblemOf(replies, need);
 }
 
+/**
+ * Whether every server behind `client` runs Redis `version` ([major, minor]) or later, for a
+ * command option a newer Redis has (HSCAN NOVALUES, 7.4). False when any server is older, does
+ * not say (INFO refused by an ACL, no redis_version) or cannot be asked: the option is then not
+ * used, which is always safe, where the scripts' check lets an unknown server pass.
+ */
+export async function redisAtLeast(client: RedisClient, version: readonly [number, number]): Promise<boolean> {
+  let replies: Array<ServerReply<string | undefined>>;
+  try {
+    replies = await askEveryServer(client, (server) => server.info('server').catch(() => undefined));
+  } catch {
+    return false;
+  }
+  const [needMajor, needMinor] = version;
+  return replies.every(({ reply }) => {
+    const found = reply === undefined ? undefined : parseRedisVersion(reply);
+    return found !== undefined && (found[0] > needMajor || (found[0] === needMajor && found[1] >= needMinor));
+  });
+}
+
 /** What versionErrorOf says, without what the worker does about it. */
 function versionProblemOf(replies: Array<ServerReply<string | undefined>>, need: VersionNeed): string | undefined {
   const [needMajor, needMinor] = need.version;

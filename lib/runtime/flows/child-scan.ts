@@ -1,6 +1,7 @@
 import type { ChainableCommander } from 'ioredis';
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
+import { redisAtLeast } from '../redis-health.js';
 
 /**
  * A parent's children as getFlow lists them (BullMQ's order): completed (`:processed`), not
@@ -12,6 +13,12 @@ import type { RedisClient } from '../../protocol/script.js';
  * keys would stall Redis and the client for the few that are shown. A small key (stored compact,
  * or a table no bigger than a step) comes whole in its first step, so a usual parent costs only
  * the first steps, which go in the caller's pipeline.
+ *
+ * An HSCAN step answers each field with its value, and `:processed` holds every completed child's
+ * returnvalue, of any size, that a listing throws away. On Redis 7.4 and later the hashes are
+ * scanned with NOVALUES (fields only); before, a hash step asks for no more than are listed
+ * (`maxChildren`, not the set's step of at least 100), so listing 20 children reads about 20
+ * values, not 100.
  */
 
 type Kind = 'processed' | 'dependencies' | 'unsuccessful' | 'ignored';
@@ -31,17 +38,47 @@ export function scanStep(max: number): number {
   return Math.min(Math.max(max, 100), 1000);
 }
 
+/** How a listing scans: the COUNT of a set step and of a hash step, and whether HSCAN leaves the values out. */
+export interface ScanPlan {
+  setStep: number;
+  hashStep: number;
+  noValues: boolean;
+}
+
+/** The plan for listing at most `max` children; `noValues`: the server takes HSCAN NOVALUES (hscanNoValues). */
+export function scanPlan(max: number, noValues: boolean): ScanPlan {
+  const step = scanStep(max);
+  // With values, every entry a step answers costs its value (a returnvalue of any size): ask for no more than are listed.
+  return { setStep: step, hashStep: noValues ? step : Math.min(max, step), noValues };
+}
+
+/** Redis 7.4 is the first to take HSCAN ... NOVALUES. */
+const NOVALUES_SINCE = [7, 4] as const;
+const noValuesByClient = new WeakMap<RedisClient, Promise<boolean>>();
+
+/**
+ * Whether every server of this connection takes HSCAN NOVALUES: read once per connection (INFO on
+ * every master), as the workers' version checks do; false when a server is older or does not say.
+ */
+export function hscanNoValues(client: RedisClient): Promise<boolean> {
+  let known = noValuesByClient.get(client);
+  if (!known) noValuesByClient.set(client, (known = redisAtLeast(client, NOVALUES_SINCE)));
+  return known;
+}
+
 /** Queues the first step of each child key of a job on a pipeline: four replies, read by `firstPages`. */
-export function queueFirstPages(pipeline: ChainableCommander, keys: Keys, id: string, step: number): void {
+export function queueFirstPages(pipeline: ChainableCommander, keys: Keys, id: string, plan: ScanPlan): void {
   for (const kind of KINDS) {
-    if (kind === 'dependencies') pipeline.sscan(keys.flow(id, kind), '0', 'COUNT', step);
-    else pipeline.hscan(keys.flow(id, kind), '0', 'COUNT', step);
+    const key = keys.flow(id, kind);
+    if (kind === 'dependencies') pipeline.sscan(key, '0', 'COUNT', plan.setStep);
+    else if (plan.noValues) pipeline.hscan(key, '0', 'COUNT', plan.hashStep, 'NOVALUES');
+    else pipeline.hscan(key, '0', 'COUNT', plan.hashStep);
   }
 }
 
-/** The four replies `queueFirstPages` queued, as pages. */
-export function firstPages(replies: unknown[]): FirstPages {
-  return KINDS.map((kind, i) => toPage(kind, replies[i] as [string, string[]]));
+/** The four replies `queueFirstPages` queued (with `plan`), as pages. */
+export function firstPages(replies: unknown[], plan: ScanPlan): FirstPages {
+  return KINDS.map((kind, i) => toPage(kind, replies[i] as [string, string[]], plan.noValues));
 }
 
 /**
@@ -50,7 +87,7 @@ export function firstPages(replies: unknown[]): FirstPages {
  * known. Not-finished children are sorted within what was read (all of them when the set came
  * whole), so a tree read twice lists them alike.
  */
-export async function listChildren(client: RedisClient, keys: Keys, id: string, pages: FirstPages, max: number, step: number): Promise<string[]> {
+export async function listChildren(client: RedisClient, keys: Keys, id: string, pages: FirstPages, max: number, plan: ScanPlan): Promise<string[]> {
   const listed = new Set<string>();
   // The failed children, when :unsuccessful came whole; otherwise asked per page of :dependencies.
   const failed = pages[2].cursor === '0' ? new Set(pages[2].members) : undefined;
@@ -61,7 +98,7 @@ export async function listChildren(client: RedisClient, keys: Keys, id: string, 
       const members = kind === 'dependencies' ? await notFailed(client, keys, id, page.members, failed) : page.members;
       for (const member of members) if (!listed.has(member)) found.add(member);
       if (page.cursor === '0' || listed.size + found.size >= max) break;
-      page = await nextPage(client, keys.flow(id, kind), kind, page.cursor, step);
+      page = await nextPage(client, keys.flow(id, kind), kind, page.cursor, plan);
     }
     const inOrder = kind === 'dependencies' ? [...found].sort() : [...found];
     for (const member of inOrder) {
@@ -80,12 +117,14 @@ async function notFailed(client: RedisClient, keys: Keys, id: string, members: s
   return members.filter((_, i) => reasons[i] === null);
 }
 
-async function nextPage(client: RedisClient, key: string, kind: Kind, cursor: string, step: number): Promise<Page> {
-  const reply = kind === 'dependencies' ? await client.sscan(key, cursor, 'COUNT', step) : await client.hscan(key, cursor, 'COUNT', step);
-  return toPage(kind, reply);
+async function nextPage(client: RedisClient, key: string, kind: Kind, cursor: string, plan: ScanPlan): Promise<Page> {
+  const reply = kind === 'dependencies' ? await client.sscan(key, cursor, 'COUNT', plan.setStep)
+    : plan.noValues ? await client.hscan(key, cursor, 'COUNT', plan.hashStep, 'NOVALUES')
+      : await client.hscan(key, cursor, 'COUNT', plan.hashStep);
+  return toPage(kind, reply, plan.noValues);
 }
 
-/** A scan's reply as a page: an SSCAN's members, or the fields of an HSCAN's field-value pairs. */
-function toPage(kind: Kind, [cursor, entries]: [string, string[]]): Page {
-  return { cursor, members: kind === 'dependencies' ? entries : entries.filter((_, i) => i % 2 === 0) };
+/** A scan's reply as a page: an SSCAN's members, an HSCAN NOVALUES's fields, or the fields of an HSCAN's field-value pairs. */
+function toPage(kind: Kind, [cursor, entries]: [string, string[]], noValues: boolean): Page {
+  return { cursor, members: kind === 'dependencies' || noValues ? entries : entries.filter((_, i) => i % 2 === 0) };
 }

@@ -4,7 +4,7 @@ import { assertQueueName, describe } from '../../protocol/names.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { canNameJob, Job, type JobContext } from '../queue/job.js';
 import { MAX_CHILDREN } from './flow-tree.js';
-import { firstPages, listChildren, queueFirstPages, scanStep } from './child-scan.js';
+import { firstPages, hscanNoValues, listChildren, queueFirstPages, scanPlan, type ScanPlan } from './child-scan.js';
 import { parseJobKey } from './parent-notices.js';
 
 /** Where getFlow starts and how far it reads (BullMQ's NodeOpts). */
@@ -73,13 +73,14 @@ export async function readFlow(
   const root: FlowTreeNode = { job: undefined };
   if (!canNameJob(opts.id)) return root;
   let level: Pending[] = [{ keys: new Keys(opts.queueName, opts.prefix), id: opts.id, node: root }];
+  const plan = scanPlan(opts.maxChildren, opts.depth > 1 && await hscanNoValues(client));
   for (let depth = 1; level.length > 0; depth++) {
     const wantChildren = depth < opts.depth;
     const next: Pending[] = [];
     await Promise.all([...groupByQueue(level).values()].map(async (jobs) => {
       for (let i = 0; i < jobs.length; i += NODES_PER_PIPELINE) {
         const chunk = jobs.slice(i, i + NODES_PER_PIPELINE);
-        const read = await readJobs(client, chunk, wantChildren, opts.maxChildren);
+        const read = await readJobs(client, chunk, wantChildren ? plan : undefined, opts.maxChildren);
         chunk.forEach((pending, j) => {
           const { fields, childKeys } = read[j];
           if (Object.keys(fields).length === 0) return; // gone: its node stays { job: undefined }
@@ -107,23 +108,22 @@ export async function readFlow(
  * bounded step of each of its four child keys (child-scan.ts); a parent whose first steps did not
  * hold enough children is read on, a step at a time.
  */
-async function readJobs(client: RedisClient, jobs: Pending[], wantChildren: boolean, maxChildren: number): Promise<Array<{ fields: Record<string, string>; childKeys: string[] }>> {
-  const step = scanStep(maxChildren);
+async function readJobs(client: RedisClient, jobs: Pending[], plan: ScanPlan | undefined, maxChildren: number): Promise<Array<{ fields: Record<string, string>; childKeys: string[] }>> {
   const pipeline = client.pipeline();
   for (const { keys, id } of jobs) {
     pipeline.hgetall(keys.job(id));
-    if (wantChildren) queueFirstPages(pipeline, keys, id, step);
+    if (plan) queueFirstPages(pipeline, keys, id, plan);
   }
   const replies = ((await pipeline.exec()) ?? []).map(([error, reply]) => {
     if (error) throw error;
     return reply;
   });
-  const per = wantChildren ? 5 : 1;
+  const per = plan ? 5 : 1;
   return Promise.all(jobs.map(async ({ keys, id }, i) => {
     const fields = replies[i * per] as Record<string, string>;
-    if (!wantChildren || Object.keys(fields).length === 0) return { fields, childKeys: [] };
-    const pages = firstPages(replies.slice(i * per + 1, i * per + per));
-    return { fields, childKeys: await listChildren(client, keys, id, pages, maxChildren, step) };
+    if (!plan || Object.keys(fields).length === 0) return { fields, childKeys: [] };
+    const pages = firstPages(replies.slice(i * per + 1, i * per + per), plan);
+    return { fields, childKeys: await listChildren(client, keys, id, pages, maxChildren, plan) };
   }));
 }
 
