@@ -249,6 +249,22 @@ describe('FlowProducer.getFlow', () => {
     expect(bytes).toBeLessThan(40 * 1024);
   });
 
+  it('lists maxChildren children when keys that name no job come first (they are skipped while listing, not after)', async () => {
+    const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+    const flow = producer();
+    const added = await flow.add({
+      name: 'p', queueName: parents,
+      children: Array.from({ length: 5 }, (_, i) => ({ name: `c${i}`, queueName: children, opts: { jobId: `c${i}` } })),
+    });
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    // Completed children come first: three keys there that name no job (another runtime's, or hand-written).
+    await client.hset(new Keys(parents, 'emq').flow(added.job.id, 'processed'),
+      'garbage', '1', `emq:{${children}}:wait`, '1', `emq:{${children}}:a:b`, '1');
+    const read = await flow.getFlow({ id: added.job.id, queueName: parents, maxChildren: 5 });
+    expect(read.children!.map((c) => c.job?.id)).toEqual(['c0', 'c1', 'c2', 'c3', 'c4']);
+  });
+
   it('reads on a closed producer is refused', async () => {
     const flow = new FlowProducer({ connection: testConnection() });
     await flow.close();

@@ -1,7 +1,9 @@
 import type { ChainableCommander } from 'ioredis';
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
+import { canNameJob } from '../queue/job.js';
 import { redisAtLeast } from '../redis-health.js';
+import { parseJobKey } from './parent-notices.js';
 
 /**
  * A parent's children as getFlow lists them (BullMQ's order): completed (`:processed`), not
@@ -85,7 +87,9 @@ export function firstPages(replies: unknown[], plan: ScanPlan): FirstPages {
  * The children to list, at most `max`, going on from the first pages where they did not hold
  * enough (a big parent): further steps of one key at a time, stopping as soon as `max` are
  * known. Not-finished children are sorted within what was read (all of them when the set came
- * whole), so a tree read twice lists them alike.
+ * whole), so a tree read twice lists them alike. A member that names no job (not `P:{Q}:<id>`, or
+ * an id no job can have: written by hand or another runtime) is skipped here, so it takes no
+ * place of the `max`.
  */
 export async function listChildren(client: RedisClient, keys: Keys, id: string, pages: FirstPages, max: number, plan: ScanPlan): Promise<string[]> {
   const listed = new Set<string>();
@@ -96,7 +100,7 @@ export async function listChildren(client: RedisClient, keys: Keys, id: string, 
     const found = new Set<string>();
     for (let page = pages[k]; ;) {
       const members = kind === 'dependencies' ? await notFailed(client, keys, id, page.members, failed) : page.members;
-      for (const member of members) if (!listed.has(member)) found.add(member);
+      for (const member of members) if (!listed.has(member) && namesJob(member)) found.add(member);
       if (page.cursor === '0' || listed.size + found.size >= max) break;
       page = await nextPage(client, keys.flow(id, kind), kind, page.cursor, plan);
     }
@@ -107,6 +111,11 @@ export async function listChildren(client: RedisClient, keys: Keys, id: string, 
     }
   }
   return [...listed];
+}
+
+function namesJob(key: string): boolean {
+  const job = parseJobKey(key);
+  return job !== undefined && canNameJob(job.id);
 }
 
 /** The dependencies that are not failed children (those come with :unsuccessful, later in the list). */

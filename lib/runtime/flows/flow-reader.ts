@@ -85,10 +85,8 @@ export async function readFlow(
           const { fields, childKeys } = read[j];
           if (Object.keys(fields).length === 0) return; // gone: its node stays { job: undefined }
           pending.node.job = Job.fromHash(contextOf(pending.keys), pending.id, fields);
-          const children = childKeys.flatMap((key) => {
-            const child = parseJobKey(key);
-            return child && canNameJob(child.id) ? [child] : [];
-          }).slice(0, opts.maxChildren);
+          // listChildren answers only keys that name a job, at most maxChildren.
+          const children = childKeys.flatMap((key) => parseJobKey(key) ?? []);
           if (children.length === 0) return;
           pending.node.children = children.map(({ keys, id }) => {
             const node: FlowTreeNode = { job: undefined };
