@@ -27,7 +27,15 @@
       changed), { 2 } when ARGV[6] is given and the job's parentKey is not it (nothing changed: it
       is another parent's child, or no child, now), { -1 } when the job does not exist.
   Bounded: a parent has at most MAX_CHILDREN (10,000) unsettled children (addDependency-4 and the
-  FlowProducer keep to it), answered by one SMEMBERS and one HKEYS.
+  FlowProducer keep to it), answered by one SMEMBERS and one HKEYS. Its settled children have no
+  bound (`:processed` of a step job grows round after round): the flow keys go with UNLINK
+  (removeFlowJobKeys), which frees a big key's memory in a background thread, so this call's own
+  work does not grow with them. The job's hash and logs go with DEL (removeJobKeys, shared with
+  the fixed moveToFinished-14).
+  Notices are keyed by child id: a notice still waiting for an earlier parent of a job of the
+  same id (that child removed and the id added again under this parent) is replaced by this
+  removal's; the earlier parent's backstop then lets that child go as removed (docs/flows.md,
+  "One notice per child id").
 ]]
 local rcall = redis.call
 -- @include emitEvent

@@ -28,7 +28,15 @@
       changed), { 2 } when ARGV[6] is given and the job's parentKey is not it (nothing changed: it
       is another parent's child, or no child, now), { -1 } when the job does not exist.
   Bounded: a parent has at most MAX_CHILDREN (10,000) unsettled children (addDependency-4 and the
-  FlowProducer keep to it), answered by one SMEMBERS and one HKEYS.
+  FlowProducer keep to it), answered by one SMEMBERS and one HKEYS. Its settled children have no
+  bound (`:processed` of a step job grows round after round): the flow keys go with UNLINK
+  (removeFlowJobKeys), which frees a big key's memory in a background thread, so this call's own
+  work does not grow with them. The job's hash and logs go with DEL (removeJobKeys, shared with
+  the fixed moveToFinished-14).
+  Notices are keyed by child id: a notice still waiting for an earlier parent of a job of the
+  same id (that child removed and the id added again under this parent) is replaced by this
+  removal's; the earlier parent's backstop then lets that child go as removed (docs/flows.md,
+  "One notice per child id").
 ]]
 local rcall = redis.call
 -- [lua-src/includes/emitEvent.lua]
@@ -143,9 +151,13 @@ end
 -- processed, unsuccessful, ignored and pending; docs/protocol.md, "Flows"), for the scripts that
 -- delete jobs outside their finish (removeJob-14, drain-5, cleanJobsInSet-2, obliterate-2).
 -- removeJobKeys itself stays as it is: it is part of the fixed moveToFinished-14.
+-- The flow keys go with UNLINK (allowed in scripts): `:processed` has no bound (a step job adds
+-- children round after round, each with its returnvalue), and UNLINK takes a big key out of the
+-- keyspace at once and frees its memory in a background thread, so the script's own work does not
+-- grow with it (a small key is freed at once, as DEL would).
 local function removeFlowJobKeys(jobKey)
   removeJobKeys(jobKey)
-  rcall("DEL", flowKeysOf(jobKey))
+  rcall("UNLINK", flowKeysOf(jobKey))
 end
 -- [lua-src/includes/readNotice.lua]
 -- readNotice(stored): a notice of notice-data (JSON [parentKey, outcome, value, policy]) as

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { FlowProducer, Queue, Worker, type Job, type ProcessorFunction } from '../lib/index.js';
 import { FlowScripts } from '../lib/protocol/flow-scripts.js';
 import { Scripts } from '../lib/protocol/scripts.js';
-import { eventually, newClient, testConnection, uniqueQueueName } from './support/redis.js';
+import { eventually, newClient, singleNodeIt, testConnection, uniqueQueueName } from './support/redis.js';
 
 // Removing jobs of a flow (docs/flows.md, "Removing jobs of a flow"): a parent takes its flow keys
 // and (by default) its unsettled children with it; a removed child is dropped by its parent.
@@ -82,6 +82,20 @@ describe('removing a parent', () => {
     expect(await held.getState()).toBe('active'); // held by a worker: left to finish
     expect(await f.childQueue.getJob(f.tree.children![0].job.id)).toBeUndefined(); // waiting for its child: removed
     expect(await f.grandQueue.getJob(grandchild.id)).toBeUndefined(); // and its child with it
+  });
+
+  // INFO of one server.
+  singleNodeIt('frees a big :processed (a step job\'s settled children) in the background: UNLINK, not DEL', async () => {
+    const f = await twoLevels(1);
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    const processed = f.parentQueue.keys.flow(f.tree.job.id, 'processed');
+    await client.hset(processed, ...Array.from({ length: 1000 }, (_, i) => [`emq:{${f.children}}:done-${i}`, '"v"']).flat());
+    const lazyFreed = async () => Number(/lazyfreed_objects:(\d+)/.exec(await client.info('memory'))![1]);
+    const before = await lazyFreed();
+    await f.tree.job.remove();
+    expect(await client.exists(processed)).toBe(0);
+    await eventually(async () => (await lazyFreed()) > before, 5000, 'the key freed by the lazy-free thread');
   });
 
   it('removes waiting children and grandchildren, and keeps them with removeChildren: false', async () => {
