@@ -6,7 +6,8 @@
     notice-data: child id -> JSON [parentKey, outcome, value, policy]): the parent lives in
     another queue's slot, so the runtime settles it next (settleChildren-12) and deletes the
     notice once that has answered; a sweep delivers notices a dead worker left;
-  - a job removed at its finish (keep count 0) takes its flow keys with it.
+  - a job removed at its finish (keep count 0) takes its flow keys with it, by UNLINK: a step
+    parent's `:processed` has no bound, and UNLINK frees a big one outside the script.
   Only a final outcome comes here: a failure that will be retried goes to retryJob-12.
 
   KEYS[1] active   [2] events   [3] stalled   [4] target set (completed or failed)
@@ -261,7 +262,7 @@ local finished = newDeferred()
 local code = finishJob({ active = KEYS[1], events = KEYS[2] }, job, KEYS[4], prefix, now, maxEvents, finished)
 if code ~= 0 then return code end
 applyDeferred(KEYS[3], finished)
-if job.keepCount == 0 then rcall("DEL", flowKeysOf(jobKey)) end
+if job.keepCount == 0 then rcall("UNLINK", flowKeysOf(jobKey)) end
 if not link[1] then return { 0, "", "", "" } end
 local notice = writeNotice({ notices = KEYS[7], noticeData = KEYS[8] }, jobId, link[1], ARGV[4], ARGV[5], link[2] or "", now)
 return { 0, link[1], link[2] or "", notice }

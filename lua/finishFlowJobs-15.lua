@@ -372,7 +372,7 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
     if trimRule then job.keepCount, job.keepAgeMs = -1, 0 end
     local code = finishJob(keys, job, targetKey, prefix, ARGV[i + 8], false, finished)
     if flow and code == 0 then
-      if job.keepCount == 0 then rcall("DEL", flow.keysOf(job.key)) end
+      if job.keepCount == 0 then rcall("UNLINK", flow.keysOf(job.key)) end
       if trimRule then
         flushZadd(finished, targetKey) -- the trim reads the set: this job must be in it
         flow.trim(targetKey, prefix, ARGV[i + 8], trimRule[1], trimRule[2])
@@ -489,7 +489,7 @@ end
 -- [lua-src/includes/trimFinishedFlow.lua]
 -- trimFinishedFlow(setKey, prefix, now, keepCount, keepAgeMs): trimFinished's rule for a finish of
 -- a job of a flow (finishFlowJobs-15): the jobs it drops take their flow keys (a parent's
--- :dependencies, :processed, ...) with them. trimFinished itself cannot: it is inlined in the fixed
+-- :dependencies, :processed, ...) with them, by UNLINK (a step parent's :processed has no bound). trimFinished itself cannot: it is inlined in the fixed
 -- moveToFinished-14, whose text never changes. The same bound (at most FLOW_TRIM_BUDGET jobs per
 -- script call, over all its trims), the same order (the oldest first).
 local FLOW_TRIM_BUDGET = 1000
@@ -511,7 +511,7 @@ local function trimFinishedFlow(setKey, prefix, now, keepCount, keepAgeMs)
   flowTrimBudget = flowTrimBudget - #doomed
   for _, jobId in ipairs(doomed) do
     removeJobKeys(prefix .. jobId)
-    rcall("DEL", flowKeysOf(prefix .. jobId))
+    rcall("UNLINK", flowKeysOf(prefix .. jobId))
   end
 end
 

@@ -366,7 +366,7 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
     if trimRule then job.keepCount, job.keepAgeMs = -1, 0 end
     local code = finishJob(keys, job, targetKey, prefix, ARGV[i + 8], false, finished)
     if flow and code == 0 then
-      if job.keepCount == 0 then rcall("DEL", flow.keysOf(job.key)) end
+      if job.keepCount == 0 then rcall("UNLINK", flow.keysOf(job.key)) end
       if trimRule then
         flushZadd(finished, targetKey) -- the trim reads the set: this job must be in it
         flow.trim(targetKey, prefix, ARGV[i + 8], trimRule[1], trimRule[2])

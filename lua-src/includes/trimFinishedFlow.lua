@@ -2,7 +2,7 @@
 -- @include flowParent
 -- trimFinishedFlow(setKey, prefix, now, keepCount, keepAgeMs): trimFinished's rule for a finish of
 -- a job of a flow (finishFlowJobs-15): the jobs it drops take their flow keys (a parent's
--- :dependencies, :processed, ...) with them. trimFinished itself cannot: it is inlined in the fixed
+-- :dependencies, :processed, ...) with them, by UNLINK (a step parent's :processed has no bound). trimFinished itself cannot: it is inlined in the fixed
 -- moveToFinished-14, whose text never changes. The same bound (at most FLOW_TRIM_BUDGET jobs per
 -- script call, over all its trims), the same order (the oldest first).
 local FLOW_TRIM_BUDGET = 1000
@@ -24,6 +24,6 @@ local function trimFinishedFlow(setKey, prefix, now, keepCount, keepAgeMs)
   flowTrimBudget = flowTrimBudget - #doomed
   for _, jobId in ipairs(doomed) do
     removeJobKeys(prefix .. jobId)
-    rcall("DEL", flowKeysOf(prefix .. jobId))
+    rcall("UNLINK", flowKeysOf(prefix .. jobId))
   end
 end
