@@ -249,6 +249,25 @@ describe('FlowProducer.getFlow', () => {
     expect(bytes).toBeLessThan(40 * 1024);
   });
 
+  singleNodeIt('reads on without NOVALUES when a server refuses it although the check said yes (a failover to an older node)', async () => {
+    const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+    const client = newClient();
+    closers.push(async () => client.disconnect());
+    const version = parseRedisVersion(await client.info('server'))!;
+    if (version[0] > 7 || (version[0] === 7 && version[1] >= 4)) return; // this server takes NOVALUES: nothing to refuse
+    // The connection's INFO claims 7.4, so the check answers yes; the server (older) refuses the argument.
+    const realInfo = client.info.bind(client) as (...args: unknown[]) => Promise<string>;
+    (client as unknown as { info: (...args: unknown[]) => Promise<string> }).info = async (...args) => (await realInfo(...args)).replace(/redis_version:\S+/, 'redis_version:7.4.0');
+    expect(await hscanNoValues(client)).toBe(true);
+    const flow = new FlowProducer({ connection: client });
+    closers.push(() => flow.close());
+    await flow.add({ name: 'p', queueName: parents, opts: { jobId: 'p' }, children: [{ name: 'c', queueName: children, opts: { jobId: 'c' } }] });
+    const read = await flow.getFlow({ id: 'p', queueName: parents });
+    expect(read.children?.map((child) => child.job?.id)).toEqual(['c']);
+    // Asked again next time (and still claiming 7.4: the fallback works each time, it does not break getFlow).
+    expect((await flow.getFlow({ id: 'p', queueName: parents })).children).toHaveLength(1);
+  });
+
   it('lists maxChildren children when keys that name no job come first (they are skipped while listing, not after)', async () => {
     const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
     const flow = producer();

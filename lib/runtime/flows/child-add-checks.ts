@@ -10,17 +10,16 @@ export interface AddEntry {
   at: string;
   customId?: string;
   parent?: CheckedParent;
-  /** It has a deduplication id: a plain entry so may not be written, and is no parent to count on. */
-  deduplicated?: boolean;
 }
 
 /**
  * What `queue.add` and `addBulk` with `parent` check in Redis before anything is written, after
  * every option was checked, so that one bad entry of an addBulk writes nothing at all:
- * - every parent exists (EchoMQError -1 otherwise, as addDependency-4 answers it), or is a plain
- *   entry earlier in this addBulk, in this queue (`childKeys`), with a custom id and no
- *   deduplication: addBulk writes the plain entries before any child, so it will (BullMQ's
- *   addBulk takes such a parent too);
+ * - every parent exists (EchoMQError -1 otherwise, as addDependency-4 answers it). A parent that
+ *   is a plain entry of this addBulk is refused (EchoMQOptionError `opts.parent`): written as a
+ *   plain job, it is ready before its children are added, and a worker may run and finish it
+ *   without them; a tree whose parent is new goes through a FlowProducer, which writes the parent
+ *   in waiting-children with its children;
  * - no parent would hold more than MAX_CHILDREN unsettled children (EchoMQOptionError `opts.parent`);
  * - no child's custom id is held by a job that is not this parent's child (EchoMQOptionError
  *   `opts.jobId`), and no id is named twice in one addBulk with two different parents.
@@ -32,6 +31,7 @@ export async function checkChildAdds(client: RedisClient, childKeys: Keys, queue
   const children = entries.filter((entry): entry is AddEntry & { parent: CheckedParent } => entry.parent !== undefined);
   if (children.length === 0) return;
   refuseIdsNamedTwice(entries);
+  refuseParentsOfTheBatch(entries, childKeys);
   const byParent = new Map<string, { parent: CheckedParent; entries: Array<AddEntry & { parent: CheckedParent }> }>();
   for (const entry of children) {
     const parentKey = entry.parent.keys.job(entry.parent.id);
@@ -40,14 +40,12 @@ export async function checkChildAdds(client: RedisClient, childKeys: Keys, queue
     else byParent.set(parentKey, { parent: entry.parent, entries: [entry] });
   }
   const [parentsRead, heldIds] = await Promise.all([readParents(client, [...byParent.values()], childKeys), readCustomIds(client, childKeys, children)]);
-  const plainAt = plainEntriesAt(entries, childKeys);
   // In entry order, so the error names the first entry that cannot be added.
-  for (const [at, entry] of entries.entries()) {
+  for (const entry of entries) {
     if (!entry.parent) continue;
     const parentKey = entry.parent.keys.job(entry.parent.id);
     const read = parentsRead.get(parentKey)!;
-    // Not there yet, but added earlier in this batch: a new job, with no children.
-    if (!read.exists && (plainAt.get(parentKey) ?? Infinity) > at) {
+    if (!read.exists) {
       throw new EchoMQError(-1, entry.parent.id, 'addDependency-4.lua', `the parent named by ${entry.at}: opts.parent does not exist in ${entry.parent.keys.queueKey}; nothing was written`);
     }
     if (read.unsettled + read.adding > MAX_CHILDREN) {
@@ -60,15 +58,17 @@ export async function checkChildAdds(client: RedisClient, childKeys: Keys, queue
   }
 }
 
-/** The job key of each plain entry with a custom id and no deduplication id: where it is first in the batch. */
-function plainEntriesAt(entries: AddEntry[], childKeys: Keys): Map<string, number> {
-  const at = new Map<string, number>();
-  entries.forEach((entry, i) => {
-    if (entry.parent || entry.customId === undefined || entry.deduplicated) return;
-    const key = childKeys.job(entry.customId);
-    if (!at.has(key)) at.set(key, i);
-  });
-  return at;
+/** A parent that is a plain entry of the batch (in this queue, by its custom id): refused, before Redis is read. */
+function refuseParentsOfTheBatch(entries: AddEntry[], childKeys: Keys): void {
+  const plain = new Map<string, AddEntry>();
+  for (const entry of entries) {
+    if (!entry.parent && entry.customId !== undefined) plain.set(childKeys.job(entry.customId), entry);
+  }
+  for (const entry of entries) {
+    const parentEntry = entry.parent && plain.get(entry.parent.keys.job(entry.parent.id));
+    if (!parentEntry) continue;
+    throw new EchoMQOptionError(`${entry.at}: opts.parent`, `names job ${entry.parent!.id}, a plain entry of this addBulk (${parentEntry.at}): it would be ready, and could run, before its children exist; add the tree with a FlowProducer; nothing was written`);
+  }
 }
 
 /** One id for two jobs of one addBulk with different parents (or one with none) cannot be both: refused. */

@@ -68,6 +68,11 @@ export function hscanNoValues(client: RedisClient): Promise<boolean> {
   return known;
 }
 
+/** Drops what hscanNoValues read of this connection: a server refused NOVALUES, so the next listing asks again. */
+export function forgetHscanNoValues(client: RedisClient): void {
+  noValuesByClient.delete(client);
+}
+
 /** Queues the first step of each child key of a job on a pipeline: four replies, read by `firstPages`. */
 export function queueFirstPages(pipeline: ChainableCommander, keys: Keys, id: string, plan: ScanPlan): void {
   for (const kind of KINDS) {

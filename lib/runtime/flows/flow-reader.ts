@@ -4,7 +4,7 @@ import { assertQueueName, describe } from '../../protocol/names.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { canNameJob, Job, type JobContext } from '../queue/job.js';
 import { MAX_CHILDREN } from './flow-tree.js';
-import { firstPages, hscanNoValues, listChildren, queueFirstPages, scanPlan, type ScanPlan } from './child-scan.js';
+import { firstPages, forgetHscanNoValues, hscanNoValues, listChildren, queueFirstPages, scanPlan, type ScanPlan } from './child-scan.js';
 import { parseJobKey } from './parent-notices.js';
 
 /** Where getFlow starts and how far it reads (BullMQ's NodeOpts). */
@@ -70,10 +70,22 @@ export async function readFlow(
   contextOf: (keys: Keys) => JobContext,
   opts: Required<GetFlowOptions>,
 ): Promise<FlowTreeNode> {
+  if (!canNameJob(opts.id)) return { job: undefined };
+  const noValues = opts.depth > 1 && await hscanNoValues(client);
+  try {
+    return await readTree(client, contextOf, opts, scanPlan(opts.maxChildren, noValues));
+  } catch (error) {
+    // A server older than the check found (a failover to an older replica, a node added since)
+    // refuses NOVALUES: the connection is asked again next time, and this read goes on without.
+    if (!noValues || !/syntax error/i.test((error as Error).message)) throw error;
+    forgetHscanNoValues(client);
+    return readTree(client, contextOf, opts, scanPlan(opts.maxChildren, false));
+  }
+}
+
+async function readTree(client: RedisClient, contextOf: (keys: Keys) => JobContext, opts: Required<GetFlowOptions>, plan: ScanPlan): Promise<FlowTreeNode> {
   const root: FlowTreeNode = { job: undefined };
-  if (!canNameJob(opts.id)) return root;
   let level: Pending[] = [{ keys: new Keys(opts.queueName, opts.prefix), id: opts.id, node: root }];
-  const plan = scanPlan(opts.maxChildren, opts.depth > 1 && await hscanNoValues(client));
   for (let depth = 1; level.length > 0; depth++) {
     const wantChildren = depth < opts.depth;
     const next: Pending[] = [];

@@ -594,7 +594,7 @@ export class Queue<Data = unknown, Result = unknown> {
 
   /** What adds with `parent` are checked for in Redis before anything is written (child-add-checks.ts). */
   private async checkChildAdds(prepared: Prepared[], action: string): Promise<void> {
-    const entries = prepared.map((p) => ({ at: p.at, customId: p.job.customId, parent: p.parent, deduplicated: p.job.deduplication !== undefined }));
+    const entries = prepared.map((p) => ({ at: p.at, customId: p.job.customId, parent: p.parent }));
     await checkChildAdds(this.client, this.parts[0].keys, this.name, entries).catch((error: unknown) => {
       if (error instanceof EchoMQError || error instanceof EchoMQOptionError) throw error;
       throw explainRedisError(error, action);
