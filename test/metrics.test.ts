@@ -71,6 +71,27 @@ describe('metrics: recordMetrics-2', () => {
     }
   });
 
+  it('a late count from a worker with a smaller maxDataPoints goes to its minute\'s entry when the list holds it', async () => {
+    const queue = new Queue(uniqueQueueName('metrics'), { connection: testConnection() });
+    try {
+      // A worker keeping 10 minutes closed T0 and 7 silent minutes: 8 entries, T0's at index 7.
+      await recordMetrics(queue.client, queue.keys, 'completed', 1, T0, 10);
+      await recordMetrics(queue.client, queue.keys, 'completed', 1, T0 + 8 * MINUTE, 10);
+      // A worker keeping 3 sends late counts of T0 + 2 (index 5) and of T0 (index 7).
+      await recordMetrics(queue.client, queue.keys, 'completed', 4, T0 + 2 * MINUTE, 3);
+      await recordMetrics(queue.client, queue.keys, 'completed', 2, T0, 3);
+      expect(await queue.getMetrics('completed')).toEqual({
+        meta: { count: 8, prevTS: T0 + 8 * MINUTE, prevCount: 7 }, data: [0, 0, 0, 0, 0, 4, 0, 3], count: 8,
+      });
+      // When it closes a minute, its own LTRIM shortens the list to 3 (the shortest setting trims).
+      await recordMetrics(queue.client, queue.keys, 'completed', 1, T0 + 9 * MINUTE, 3);
+      expect((await queue.getMetrics('completed')).data).toEqual([1, 0, 0]);
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
   it('any order of flushes from several workers gives the list a model of the minutes predicts', async () => {
     const queue = new Queue(uniqueQueueName('metrics'), { connection: testConnection() });
     const maxPoints = 7;
