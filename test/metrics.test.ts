@@ -223,6 +223,35 @@ describe('metrics: a worker with metrics', () => {
     }
   });
 
+  it('a cancel is counted when a worker held the job, not when queue.cancelJob failed it before it ran', async () => {
+    const connection = testConnection();
+    const queue = new Queue(uniqueQueueName('metrics'), { connection });
+    // Cancelled before any worker exists: cancelJob-9 fails it in Redis.
+    const waiting = await queue.add('never-run', {});
+    expect(await queue.cancelJob(waiting.id, 'before it ran')).toBe(true);
+    const started: string[] = [];
+    const worker = new Worker(queue.name, async (job, { signal }) => {
+      started.push(job.id);
+      await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+    }, { connection, lockDuration: 1000, metrics: { maxDataPoints: 60 } });
+    const failed: string[] = [];
+    worker.on('failed', (job, _error, willRetry) => !willRetry && failed.push(job.id));
+    try {
+      const running = await queue.add('runs', {}, { attempts: 3 });
+      await eventually(() => started.includes(running.id), 10_000, 'the job running');
+      expect(await queue.cancelJob(running.id, 'while it ran')).toBe(true);
+      await eventually(() => failed.includes(running.id), 10_000, 'the running job failed as cancelled');
+      await worker.close();
+      expect(await (await queue.getJob(waiting.id))!.getState()).toBe('failed');
+      expect(failed).toEqual([running.id]);
+      expect((await queue.getMetrics('failed')).meta.count).toBe(1);
+    } finally {
+      await worker.close(true);
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
   it('two workers recording the same minutes: every job counted once, in the minute it finished', async () => {
     const connection = testConnection();
     const queue = new Queue(uniqueQueueName('metrics'), { connection });
