@@ -22,9 +22,11 @@
     becomes maxDataPoints zeros (the closed minute's count would sit at the wrong index otherwise);
   - a minute equal to prevTS adds to the open minute;
   - an older one (a flush that arrived after another worker opened a later minute) adds to that
-    minute's entry if the list holds it, and never to the open minute (prevCount grows with it).
+    minute's entry if the list holds it (whatever this caller's maxDataPoints: another worker's
+    may be larger and have kept more), and never to the open minute (prevCount grows with it).
     A minute older than the list's oldest entry is counted in `count` only: the list is never
-    extended at its old end, so every entry stays at the index of its minute.
+    extended at its old end, so every entry stays at the index of its minute. The list's length
+    is the last closing caller's maxDataPoints (its LTRIM): the workers of a queue should share one.
   Bounded: at most maxDataPoints entries pushed (LPUSHes of 1000) and one LTRIM, or one LSET.
 ]]
 local rcall = redis.call
@@ -65,7 +67,9 @@ if prevTS == nil or minute > prevTS then
   rcall("HSET", KEYS[1], "prevTS", minute, "prevCount", count)
 elseif minute < prevTS then
   local index = math.floor((prevTS - minute) / MINUTE) - 1
-  if index < maxPoints and index < rcall("LLEN", KEYS[2]) then
+  -- The list's length alone decides: a caller with a smaller maxDataPoints than the writer that
+  -- trimmed the list still places its count in an entry the list holds (never beyond its end).
+  if index < rcall("LLEN", KEYS[2]) then
     local held = tonumber(rcall("LINDEX", KEYS[2], index)) or 0
     rcall("LSET", KEYS[2], index, held + n)
   end

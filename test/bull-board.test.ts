@@ -8,11 +8,15 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestingModule } from '@nestjs/testing';
+import { Cluster, type Redis } from 'ioredis';
 import { EchoMQModule, Queue, Worker } from '../lib/index.js';
 import { BOARD_METRICS_MINUTES, EchoMQAdapter, echoMQBoardAdapters } from '../lib/integrations/bull-board/index.js';
+import { mergeInfoTexts } from '../lib/integrations/bull-board/redis-info.js';
 import { recordMetrics } from '../lib/protocol/metrics.js';
 import { startApp } from './support/nest.js';
 import { eventually, masters, onCluster, testConnection, uniqueQueueName } from './support/redis.js';
+import { startRedis } from './support/redis-process.js';
+import { startStaggeredCluster, type StaggeredCluster } from './support/staggered-cluster.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -249,12 +253,13 @@ describe('bull-board: what the adapter reads', () => {
 
   it('Redis stats of a partitioned queue: one INFO, or on a Cluster every master\'s merged', async () => {
     const queue = open({ partitions: 3 });
-    const info = parseInfo(await new EchoMQAdapter(queue).getRedisInfo());
-    expect(info.get('redis_version')).toMatch(/^\d+\.\d+/);
     const nodes = await masters(queue.client);
-    const each = await Promise.all(nodes.map(async (node) => parseInfo(await node.info())));
+    const before = await infoOfEach(nodes);
+    const info = parseInfo(await new EchoMQAdapter(queue).getRedisInfo());
+    const after = await infoOfEach(nodes);
+    expect(info.get('redis_version')).toMatch(/^\d+\.\d+/);
     if (!onCluster) {
-      expect(info.get('redis_mode')).toBe(each[0].get('redis_mode'));
+      expect(info.get('redis_mode')).toBe(before[0].get('redis_mode'));
       expect(info.get('cluster_masters')).toBeUndefined();
       return;
     }
@@ -262,12 +267,9 @@ describe('bull-board: what the adapter reads', () => {
     expect(info.get('redis_mode')).toBe('cluster');
     expect(info.get('cluster_masters')).toBe(String(nodes.length));
     expect(info.get('cluster_masters_answered')).toBe(String(nodes.length));
-    // Summed: more than any one master holds; the youngest master's uptime; the oldest version.
-    const field = (fields: Map<string, string>, name: string) => Number(fields.get(name));
-    expect(field(info, 'used_memory')).toBeGreaterThan(Math.max(...each.map((f) => field(f, 'used_memory'))));
-    expect(field(info, 'connected_clients')).toBeGreaterThan(Math.max(...each.map((f) => field(f, 'connected_clients'))));
-    expect(field(info, 'uptime_in_seconds')).toBeLessThanOrEqual(Math.max(...each.map((f) => field(f, 'uptime_in_seconds'))));
-    expect(each.map((f) => f.get('redis_version'))).toContain(info.get('redis_version'));
+    expect(field(info, 'used_memory')).toBeGreaterThan(Math.max(...after.map((f) => field(f, 'used_memory'))));
+    expect(field(info, 'connected_clients')).toBeGreaterThan(Math.max(...after.map((f) => field(f, 'connected_clients'))));
+    expectYoungestAndOldest(info, before, after);
   });
 
   it('the board\'s Redis stats over HTTP for a partitioned queue', async () => {
@@ -300,6 +302,118 @@ function parseInfo(text: string): Map<string, string> {
     return [line.slice(0, colon), line.slice(colon + 1)] as [string, string];
   }));
 }
+
+/** Each master's INFO, as the test reads it itself, in the order the client lists them. */
+async function infoOfEach(nodes: Redis[]): Promise<Array<Map<string, string>>> {
+  return Promise.all(nodes.map(async (node) => parseInfo(await node.info())));
+}
+
+const field = (fields: Map<string, string>, name: string) => Number(fields.get(name));
+
+/** 6.2.14 before 6.10.0 before 7.0.15, by each number in turn. */
+function oldestVersion(versions: string[]): string {
+  const numbers = (v: string) => v.split('.').map(Number);
+  return [...versions].sort((a, b) => {
+    const [x, y] = [numbers(a), numbers(b)];
+    const i = x.findIndex((n, k) => n !== (y[k] ?? 0));
+    return i < 0 ? 0 : x[i] - (y[i] ?? 0);
+  })[0];
+}
+
+/**
+ * The merged INFO's uptime is the youngest master's, its version the oldest master's, against each
+ * master's INFO read just before and just after it (an uptime may tick between the reads).
+ */
+function expectYoungestAndOldest(info: Map<string, string>, before: Array<Map<string, string>>, after: Array<Map<string, string>>): void {
+  const youngest = (each: Array<Map<string, string>>) => Math.min(...each.map((f) => field(f, 'uptime_in_seconds')));
+  expect(field(info, 'uptime_in_seconds')).toBeGreaterThanOrEqual(youngest(before));
+  expect(field(info, 'uptime_in_seconds')).toBeLessThanOrEqual(youngest(after));
+  expect(info.get('redis_version')).toBe(oldestVersion(before.map((f) => f.get('redis_version')!)));
+}
+
+describe('bull-board: Redis stats on a Cluster of its own (masters started seconds apart)', () => {
+  let cluster: StaggeredCluster;
+  let client: Cluster;
+  let queue: Queue;
+  beforeAll(async () => {
+    cluster = await startStaggeredCluster();
+    client = new Cluster(cluster.nodes, { redisOptions: { maxRetriesPerRequest: null } });
+    queue = new Queue(uniqueQueueName('board-cluster'), { connection: client, partitions: 3 });
+    await queue.getJobCounts();
+  }, 60_000);
+  afterAll(async () => {
+    await queue?.close();
+    client?.disconnect();
+    await cluster?.stop();
+  });
+
+  it('the youngest master\'s uptime and the oldest version, exactly, whichever master is listed first', async () => {
+    const nodes = await masters(client);
+    expect(nodes.map((node) => node.options.port)).toEqual(cluster.nodes.map((node) => node.port));
+    const before = await infoOfEach(nodes);
+    const info = parseInfo(await new EchoMQAdapter(queue).getRedisInfo());
+    const after = await infoOfEach(nodes);
+    // The first master listed is older than the youngest: its uptime would not pass for theirs.
+    expect(field(before[0], 'uptime_in_seconds')).toBeGreaterThan(Math.min(...after.map((f) => field(f, 'uptime_in_seconds'))));
+    expect(info.get('cluster_masters_answered')).toBe('3');
+    expectYoungestAndOldest(info, before, after);
+  });
+
+  it('the oldest version by each number in turn, not by the text (one machine\'s servers never differ in it)', () => {
+    const texts = ['6.10.0', '6.2.14', '7.0.15'].map((version, i) => `# Server\r\nredis_version:${version}\r\nuptime_in_seconds:${[50, 7, 9][i]}\r\n`);
+    const merged = parseInfo(mergeInfoTexts(texts));
+    expect(merged.get('redis_version')).toBe('6.2.14');
+    expect(merged.get('uptime_in_seconds')).toBe('7');
+    expect(oldestVersion(['6.10.0', '6.2.14', '7.0.15'])).toBe('6.2.14');
+  });
+
+  it('a frozen master (SIGSTOP) is left out: the stats answer, over HTTP too, with the masters that did', async () => {
+    const frozen = cluster.servers[1];
+    const serverAdapter = new ExpressAdapter();
+    serverAdapter.setBasePath('/board');
+    createBullBoard({ queues: [new EchoMQAdapter(queue)], serverAdapter });
+    const app = express();
+    app.use('/board', serverAdapter.getRouter());
+    const server = await new Promise<Server>((listening) => {
+      const s = app.listen(0, '127.0.0.1', () => listening(s));
+    });
+    process.kill(frozen.pid(), 'SIGSTOP');
+    try {
+      const hung = new Promise<'hung'>((resolve) => setTimeout(resolve, 15_000, 'hung').unref());
+      const info = await Promise.race([new EchoMQAdapter(queue).getRedisInfo(), hung]);
+      expect(info).not.toBe('hung');
+      const merged = parseInfo(info);
+      expect(merged.get('cluster_masters')).toBe('3');
+      expect(merged.get('cluster_masters_answered')).toBe('2');
+      const response = await Promise.race([fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/board/api/redis/stats`), hung]);
+      expect(response).not.toBe('hung');
+      expect((response as Response).status).toBe(200);
+      expect(((await (response as Response).json()) as { version: string }).version).toMatch(/^\d+\.\d+/);
+    } finally {
+      process.kill(frozen.pid(), 'SIGCONT');
+      await new Promise<void>((closed) => server.close(() => closed()));
+    }
+  });
+});
+
+describe('bull-board: Redis stats of a single Redis that does not answer', () => {
+  it('a frozen Redis (SIGSTOP): the stats reject, saying so, rather than hang', async () => {
+    const redis = await startRedis();
+    const queue = new Queue(uniqueQueueName('board-frozen'), { connection: redis.url });
+    try {
+      await queue.getJobCounts();
+      process.kill(redis.pid(), 'SIGSTOP');
+      const hung = new Promise<'hung'>((resolve) => setTimeout(resolve, 15_000, 'hung').unref());
+      const outcome = await Promise.race([new EchoMQAdapter(queue).getRedisInfo().catch((error: Error) => error), hung]);
+      expect(outcome).toBeInstanceOf(Error);
+      expect((outcome as Error).message).toMatch(/did not answer INFO within \d+ ms/);
+    } finally {
+      process.kill(redis.pid(), 'SIGCONT');
+      await queue.close();
+      await redis.stop();
+    }
+  });
+});
 
 describe('bull-board: every queue of a Nest app', () => {
   let app: TestingModule | undefined;

@@ -71,6 +71,27 @@ describe('metrics: recordMetrics-2', () => {
     }
   });
 
+  it('a late count from a worker with a smaller maxDataPoints goes to its minute\'s entry when the list holds it', async () => {
+    const queue = new Queue(uniqueQueueName('metrics'), { connection: testConnection() });
+    try {
+      // A worker keeping 10 minutes closed T0 and 7 silent minutes: 8 entries, T0's at index 7.
+      await recordMetrics(queue.client, queue.keys, 'completed', 1, T0, 10);
+      await recordMetrics(queue.client, queue.keys, 'completed', 1, T0 + 8 * MINUTE, 10);
+      // A worker keeping 3 sends late counts of T0 + 2 (index 5) and of T0 (index 7).
+      await recordMetrics(queue.client, queue.keys, 'completed', 4, T0 + 2 * MINUTE, 3);
+      await recordMetrics(queue.client, queue.keys, 'completed', 2, T0, 3);
+      expect(await queue.getMetrics('completed')).toEqual({
+        meta: { count: 8, prevTS: T0 + 8 * MINUTE, prevCount: 7 }, data: [0, 0, 0, 0, 0, 4, 0, 3], count: 8,
+      });
+      // When it closes a minute, its own LTRIM shortens the list to 3 (the shortest setting trims).
+      await recordMetrics(queue.client, queue.keys, 'completed', 1, T0 + 9 * MINUTE, 3);
+      expect((await queue.getMetrics('completed')).data).toEqual([1, 0, 0]);
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
   it('any order of flushes from several workers gives the list a model of the minutes predicts', async () => {
     const queue = new Queue(uniqueQueueName('metrics'), { connection: testConnection() });
     const maxPoints = 7;
@@ -195,6 +216,35 @@ describe('metrics: a worker with metrics', () => {
       expect(failed.meta.count).toBe(2);
       expect(completed.meta.prevTS % MINUTE).toBe(0);
       expect(errors).toEqual([]);
+    } finally {
+      await worker.close(true);
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
+  it('a cancel is counted when a worker held the job, not when queue.cancelJob failed it before it ran', async () => {
+    const connection = testConnection();
+    const queue = new Queue(uniqueQueueName('metrics'), { connection });
+    // Cancelled before any worker exists: cancelJob-9 fails it in Redis.
+    const waiting = await queue.add('never-run', {});
+    expect(await queue.cancelJob(waiting.id, 'before it ran')).toBe(true);
+    const started: string[] = [];
+    const worker = new Worker(queue.name, async (job, { signal }) => {
+      started.push(job.id);
+      await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+    }, { connection, lockDuration: 1000, metrics: { maxDataPoints: 60 } });
+    const failed: string[] = [];
+    worker.on('failed', (job, _error, willRetry) => !willRetry && failed.push(job.id));
+    try {
+      const running = await queue.add('runs', {}, { attempts: 3 });
+      await eventually(() => started.includes(running.id), 10_000, 'the job running');
+      expect(await queue.cancelJob(running.id, 'while it ran')).toBe(true);
+      await eventually(() => failed.includes(running.id), 10_000, 'the running job failed as cancelled');
+      await worker.close();
+      expect(await (await queue.getJob(waiting.id))!.getState()).toBe('failed');
+      expect(failed).toEqual([running.id]);
+      expect((await queue.getMetrics('failed')).meta.count).toBe(1);
     } finally {
       await worker.close(true);
       await queue.obliterate({ force: true });

@@ -168,6 +168,56 @@ describe('joinPrometheusTexts (@echomq/nestjs/prometheus)', () => {
       'h_bucket{le="1"} 2', 'h_bucket{le="+Inf"} 2', 'h_sum 0.5', 'h_count 2', 'loose 3', '',
     ].join('\n'));
   });
+
+  it('a sample extends a family only by a suffix its TYPE allows: a gauge\'s `job_other_total` is a family of its own', () => {
+    const joined = joinPrometheusTexts('# TYPE job gauge\njob 1\njob_other_total 2\n', '# TYPE job_other_total counter\njob_other_total 3\n');
+    expect(joined).toBe('# TYPE job gauge\njob 1\n# TYPE job_other_total counter\njob_other_total 2\njob_other_total 3\n');
+    // A counter's _total and _created, a summary's _sum and _count, each with its family, also from
+    // a text without the family's headers; a summary has no _bucket, a histogram no _total.
+    const counter = '# HELP c a counter\n# TYPE c counter\nc_total 1\nc_created 5\n';
+    const summary = '# TYPE s summary\ns{quantile="0.5"} 1\ns_sum 2\ns_count 3\ns_bucket 4\n';
+    const histogram = '# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_total 9\n';
+    expect(joinPrometheusTexts(counter, summary, histogram, 'c_total 2\ns_count 6\n')).toBe([
+      '# HELP c a counter', '# TYPE c counter', 'c_total 1', 'c_created 5', 'c_total 2',
+      '# TYPE s summary', 's{quantile="0.5"} 1', 's_sum 2', 's_count 3', 's_count 6',
+      's_bucket 4',
+      '# TYPE h histogram', 'h_bucket{le="+Inf"} 1',
+      'h_total 9', '',
+    ].join('\n'));
+  });
+
+  it('two queues of one name under two prefixes: a label per prefix keeps their series apart', async () => {
+    const name = uniqueQueueName('prom-same');
+    const prefixes = ['pa', 'pb'];
+    const queues = prefixes.map((prefix) => track(new Queue(name, { connection: testConnection(), prefix })));
+    await queues[1].add('x', {});
+    const samples = (text: string) => text.split('\n').filter((l) => l.length > 0 && !l.startsWith('#'));
+    const bare = samples(joinPrometheusTexts(...await Promise.all(queues.map((q) => q.exportPrometheusMetrics()))));
+    expect(new Set(bare).size).toBeLessThan(bare.length); // without: the same series twice
+    const labelled = samples(joinPrometheusTexts(...await Promise.all(queues.map((q, i) => q.exportPrometheusMetrics({ prefix: prefixes[i] })))));
+    expect(new Set(labelled.map((l) => l.split(' ')[0])).size).toBe(labelled.length);
+    expect(labelled).toContain(`echomq_job_count{queue="${name}",state="waiting",prefix="pb"} 1`);
+  });
+
+  it('trims lines (leading blanks, CRLF) and drops lines that parse as neither a header nor a sample', () => {
+    const joined = joinPrometheusTexts('  # HELP a a gauge \r\n  # TYPE a gauge\r\n  a{x="1"} 1\r\n\r\n', 'a{x="2"} 2 1700000000000\r\n{x="3"} 3\r\n9lives 1\r\nno_value\r\n# TYPE b\r\nb{x="1} 1\r\n');
+    expect(joined).toBe('# HELP a a gauge\n# TYPE a gauge\na{x="1"} 1\na{x="2"} 2 1700000000000\n');
+    expect(joined).not.toContain('\r');
+  });
+
+  it('throws a clear error when one name has two TYPEs: no join of them is a valid scrape', () => {
+    let error: unknown;
+    try {
+      joinPrometheusTexts('# TYPE jobs gauge\njobs 1\n', '# TYPE other gauge\nother 1\n', '# TYPE jobs counter\njobs 2\n');
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(error).toBeInstanceOf(EchoMQOptionError);
+    expect((error as EchoMQOptionError).field).toBe('texts[2]');
+    expect((error as Error).message).toMatch(/metric jobs is typed counter here and gauge before/);
+    // The same TYPE again is the join's ordinary case.
+    expect(joinPrometheusTexts('# TYPE jobs gauge\njobs 1\n', '# TYPE jobs gauge\njobs 2\n')).toBe('# TYPE jobs gauge\njobs 1\njobs 2\n');
+  });
 });
 
 describe('collectLockMetrics (@echomq/nestjs/prometheus)', () => {

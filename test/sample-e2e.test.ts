@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Redis } from 'ioredis';
 import type { AddressInfo } from 'node:net';
 import { AppModule } from '../sample/app.module.js';
 import { mountBoard } from '../sample/board.js';
@@ -179,6 +180,22 @@ singleNodeDescribe('the sample app over HTTP', () => {
     const board = JSON.parse(boardText) as { queues: Array<{ name: string; counts: Record<string, number> }> };
     expect(board.queues.map((q) => q.name).sort()).toEqual(['lock-demo', 'pages', 'reports']);
     expect(board.queues.find((q) => q.name === 'pages')?.counts.completed).toBe(4);
+  });
+
+  // Before the two tests below, so these are the routes' first calls: a connection opened lazily shows.
+  it('GET /health and GET /metrics open no connection: the same Redis clients before and after', async () => {
+    const admin = new Redis(redisUrl());
+    try {
+      const clients = async () => new Map(((await admin.client('LIST')) as string).trim().split('\n')
+        .map((line) => [/\bid=(\d+)/.exec(line)![1], /\bname=(\S*)/.exec(line)?.[1] ?? ''] as const));
+      const before = await clients();
+      for (const path of ['/health', '/metrics', '/health', '/metrics']) expect((await fetch(`${base}${path}`)).status).toBe(200);
+      const after = await clients();
+      expect([...after].filter(([id]) => !before.has(id)).map(([id, name]) => `id=${id} name=${name}`)).toEqual([]);
+      expect(after.size).toBe(before.size);
+    } finally {
+      admin.disconnect();
+    }
   });
 
   it('answers GET /health with Terminus: ok, every queue up with its counts and workers', async () => {

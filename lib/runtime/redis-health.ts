@@ -64,10 +64,12 @@ async function askEveryServer<T>(client: RedisClient, ask: (server: Redis | Clus
  * The servers a server-wide check asks: the connection itself, or every master of a Cluster (a
  * keyless command such as CONFIG GET or INFO goes to one node of a Cluster, and any master may hold
  * a queue's slot). A Cluster knows its masters once it has loaded its slots: the PING waits for that.
+ * A ready Cluster has them already, and sends none: a PING goes to any master, and a frozen one
+ * would hold the caller whichever master it meant to ask.
  */
 export async function servers(client: RedisClient): Promise<Array<Redis | Cluster>> {
   if (!(client instanceof Cluster)) return [client];
-  await client.ping();
+  if (client.status !== 'ready') await client.ping();
   const masters = client.nodes('master');
   return masters.length > 0 ? masters : [client];
 }

@@ -6,7 +6,7 @@ const m = (offset) => String(1700000100000 + offset * 60000);
 
 export default {
   script: 'recordMetrics-2.lua',
-  about: 'One minute\'s count of finished jobs (docs/protocol.md, "Metrics"): KEYS metrics:<type> (hash count, prevTS, prevCount), metrics:<type>:data (list of closed minutes, newest first); ARGV jobs, the minute\'s start (another time is taken as the minute it falls in), maxDataPoints. No prevTS: the minute opens. A later minute, gap minutes after prevTS: the open minute\'s count (count - prevCount) pushed, then gap - 1 zeros, LTRIM to maxDataPoints, the minute opens (prevTS, prevCount = count); a gap over maxDataPoints: the list becomes maxDataPoints zeros. The open minute: count only. An earlier minute: LSET of its entry when the list holds it, and prevCount grows with count. Returns the new count.',
+  about: 'One minute\'s count of finished jobs (docs/protocol.md, "Metrics"): KEYS metrics:<type> (hash count, prevTS, prevCount), metrics:<type>:data (list of closed minutes, newest first); ARGV jobs, the minute\'s start (another time is taken as the minute it falls in), maxDataPoints. No prevTS: the minute opens. A later minute, gap minutes after prevTS: the open minute\'s count (count - prevCount) pushed, then gap - 1 zeros, LTRIM to maxDataPoints, the minute opens (prevTS, prevCount = count); a gap over maxDataPoints: the list becomes maxDataPoints zeros. The open minute: count only. An earlier minute: LSET of its entry when the list holds it (LLEN, whatever this call\'s maxDataPoints), and prevCount grows with count. Returns the new count.',
   cases: [
     {
       name: 'the first count: the minute opens (prevTS, prevCount 0), no list',
@@ -70,6 +70,15 @@ export default {
       },
       keys: KEYS,
       argv: ['2', m(-2), '10'],
+    },
+    {
+      name: 'an earlier minute the list holds beyond this caller\'s maxDataPoints (another worker keeps more): its entry grows all the same',
+      before: {
+        [k('metrics:completed')]: hash('prevTS', m(0), 'prevCount', '10', 'count', '15'),
+        [k('metrics:completed:data')]: list('4', '6', '1'),
+      },
+      keys: KEYS,
+      argv: ['2', m(-3), '1'],
     },
     {
       name: 'an earlier minute older than the list\'s oldest entry: counted in count (and prevCount) only',

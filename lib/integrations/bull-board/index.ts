@@ -5,5 +5,6 @@
  */
 export { BOARD_METRICS_MINUTES, EchoMQAdapter, type EchoMQAdapterOptions } from './echomq-adapter.js';
 export { BoardJob } from './board-job.js';
+export { BOARD_REDIS_INFO_TIMEOUT_MS } from './redis-info.js';
 export { echoMQBoardAdapters, type NestProviders } from './nest.js';
 export { BOARD_STATUSES, type BoardStatus } from './statuses.js';

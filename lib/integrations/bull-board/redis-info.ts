@@ -1,11 +1,18 @@
 import type { Redis } from 'ioredis';
 import type { RedisClient } from '../../protocol/script.js';
 import { servers } from '../../runtime/redis-health.js';
+import { withinMs } from '../../runtime/within-ms.js';
 
 /** Fields that are a sum over the masters: what the whole cluster holds or serves. */
 const SUMMED = ['used_memory', 'used_memory_rss', 'used_memory_peak', 'maxmemory', 'connected_clients', 'blocked_clients', 'total_connections_received', 'total_commands_processed', 'keyspace_hits', 'keyspace_misses'];
 /** Fields where the youngest master speaks for the cluster: it restarted last. */
 const SMALLEST = ['uptime_in_seconds', 'uptime_in_days'];
+
+/**
+ * How long the board's Redis stats wait for INFO, in ms: a master that has not answered by then
+ * (frozen, cut off) is left out, so `GET /api/redis/stats` answers rather than hang with it.
+ */
+export const BOARD_REDIS_INFO_TIMEOUT_MS = 2_000;
 
 /**
  * The INFO text bull-board parses for its Redis stats. One server: its INFO as it is. A Cluster
@@ -15,15 +22,29 @@ const SMALLEST = ['uptime_in_seconds', 'uptime_in_days'];
  * master's (the one the scripts must run on); `total_system_memory` summed once per host (masters
  * on one machine share it); `mem_fragmentation_ratio` over the summed memory; `redis_mode` cluster
  * and `cluster_masters` their count; other fields the first master's. A master that does not
- * answer is left out; with none answering, the call rejects.
+ * answer within `timeoutMs` (all are asked at once) is left out; with none answering, the call
+ * rejects.
  */
-export async function boardRedisInfo(client: RedisClient): Promise<string> {
-  const nodes = await servers(client);
-  if (nodes.length === 1) return nodes[0].info();
-  const settled = await Promise.allSettled(nodes.map(async (node) => ({ host: (node as Redis).options.host, fields: parseInfo(await node.info()) })));
-  const answered = settled.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+export async function boardRedisInfo(client: RedisClient, timeoutMs = BOARD_REDIS_INFO_TIMEOUT_MS): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  const silence = () => new Error(`Redis did not answer INFO within ${timeoutMs} ms`);
+  const nodes = await withinMs(servers(client), timeoutMs);
+  if (nodes === undefined) throw silence();
+  const infos = nodes.map(async (node) => {
+    const text = await withinMs(node.info(), Math.max(1, deadline - Date.now()));
+    if (text === undefined) throw silence();
+    return text;
+  });
+  if (nodes.length === 1) return infos[0];
+  const settled = await Promise.allSettled(infos);
+  const answered = settled.flatMap((result, i) => (result.status === 'fulfilled' ? [{ host: (nodes[i] as Redis).options.host, fields: parseInfo(result.value) }] : []));
   if (answered.length === 0) throw (settled[0] as PromiseRejectedResult).reason;
   return renderInfo(mergeMasters(answered, nodes.length));
+}
+
+/** boardRedisInfo's merge alone, over INFO texts (one per master): its test gives it versions one machine's servers never differ in. */
+export function mergeInfoTexts(texts: string[]): string {
+  return renderInfo(mergeMasters(texts.map((text) => ({ fields: parseInfo(text) })), texts.length));
 }
 
 /** One master's INFO fields, with the host it runs on (for the machine-wide fields). */

@@ -50,7 +50,7 @@ export class MetricsRecorder {
     return this.flushing;
   }
 
-  /** The last flush (the worker is closing, its connection still open). */
+  /** The last flush (the worker is closing, its connection still open), tried once: what it cannot send is reported and lost. */
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
