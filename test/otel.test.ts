@@ -7,10 +7,11 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Injectable } from '@nestjs/common';
-import type { TestingModule } from '@nestjs/testing';
+import { Injectable, Module } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
 import {
-  EchoMQModule, EchoMQOptionError, FlowProducer, getQueueToken, InjectFlowProducer, InjectQueue, Keys, Process, Processor, Queue, Worker, type Job,
+  EchoMQModule, EchoMQOptionError, FlowProducer, getFlowProducerToken, getQueueToken, InjectFlowProducer, InjectQueue, Keys, Process, Processor, Queue, Worker,
+  WorkerOrchestrator, type Job,
 } from '../lib/index.js';
 import { EchoMQOtel } from '../lib/integrations/otel/index.js';
 import { startApp } from './support/nest.js';
@@ -438,6 +439,82 @@ describe('OpenTelemetry in Nest: the option reaches the workers (nestjs/bull#252
     expect(spansOf(traced).map((span) => [span.kind, span.instrumentationScope.name])).toEqual([[OtelSpanKind.PRODUCER, 'queue'], [OtelSpanKind.CONSUMER, 'queue']]);
     // Its queue has no telemetry: the add made no span and the job carries no context.
     expect(spansOf(own).map((span) => [span.kind, span.instrumentationScope.name])).toEqual([[OtelSpanKind.CONSUMER, 'processor']]);
+  });
+
+  it('the configuration\'s worker.telemetry wins over its telemetry for the worker of a registered queue; null opts a queue, a processor or a flow producer out', async () => {
+    const plain = uniqueQueueName('otel-nest-default');
+    const untracedQueue = uniqueQueueName('otel-nest-null-queue');
+    const untracedWorker = uniqueQueueName('otel-nest-null-worker');
+    @Processor(plain)
+    class Plain {
+      @Process() run() {
+        return 1;
+      }
+    }
+    @Processor(untracedQueue)
+    class OffByQueue {
+      @Process() run() {
+        return 2;
+      }
+    }
+    @Processor({ name: untracedWorker, telemetry: null })
+    class OffByProcessor {
+      @Process() run() {
+        return 3;
+      }
+    }
+    app = await startApp({
+      imports: [
+        EchoMQModule.forRoot({ connection: testConnection(), telemetry: new EchoMQOtel('root'), worker: { telemetry: new EchoMQOtel('worker-default') } }),
+        EchoMQModule.registerQueue(plain, { name: untracedQueue, telemetry: null }, untracedWorker),
+        EchoMQModule.registerFlowProducer({ telemetry: null }),
+      ],
+      providers: [Plain, OffByQueue, OffByProcessor],
+    });
+    const finished = Promise.all([plain, untracedQueue, untracedWorker].map((name) => new Promise<void>((resolveDone) => {
+      app!.get(WorkerOrchestrator).getWorker(name)!.once('completed', () => resolveDone());
+    })));
+    for (const name of [plain, untracedQueue, untracedWorker]) await app.get<Queue>(getQueueToken(name), { strict: false }).add('one', {});
+    await finished;
+    // The queue takes the configuration's telemetry, its worker the configuration's worker default.
+    expect(spansOf(plain).map((span) => [span.kind, span.instrumentationScope.name])).toEqual([[OtelSpanKind.PRODUCER, 'root'], [OtelSpanKind.CONSUMER, 'worker-default']]);
+    expect(spansOf(untracedQueue)).toEqual([]); // neither the queue nor its worker
+    expect(spansOf(untracedWorker).map((span) => [span.kind, span.instrumentationScope.name])).toEqual([[OtelSpanKind.PRODUCER, 'root']]);
+    const flowsOnly = uniqueQueueName('otel-nest-null-flows');
+    await app.get<FlowProducer>(getFlowProducerToken(), { strict: false }).add({ name: 'untraced', queueName: flowsOnly });
+    expect(spansOf(flowsOnly)).toEqual([]);
+  });
+
+  it('refuses two registrations of one queue with different telemetry, as it does different partition counts', async () => {
+    const name = uniqueQueueName('otel-nest-twice');
+    const shared = new EchoMQOtel('shared');
+    const connection = newClient(); // ours: a failed compile leaves nothing else to close it
+    const compile = (first: object, second: object) => {
+      @Module({ imports: [EchoMQModule.registerQueue({ name, ...first })] })
+      class FeatureA {}
+      @Module({ imports: [EchoMQModule.registerQueue({ name, ...second })] })
+      class FeatureB {}
+      return Test.createTestingModule({ imports: [EchoMQModule.forRoot({ connection }), FeatureA, FeatureB] }).compile()
+        .then(async (moduleRef) => {
+          await moduleRef.close();
+          return undefined;
+        }, (error: unknown) => error);
+    };
+    try {
+      for (const [first, second, wording] of [
+        [{ telemetry: shared }, {}, /is registered with a telemetry and with no telemetry given/],
+        [{ telemetry: null }, { telemetry: shared }, /is registered with telemetry: null \(none\) and with a telemetry/],
+        [{ telemetry: shared }, { telemetry: new EchoMQOtel('shared') }, /is registered with a telemetry and with another telemetry object/],
+      ] as Array<[object, object, RegExp]>) {
+        const refused = await compile(first, second);
+        expect(refused).toBeInstanceOf(EchoMQOptionError);
+        expect(refused).toMatchObject({ field: 'telemetry' });
+        expect((refused as Error).message).toMatch(wording);
+      }
+      expect(await compile({ telemetry: shared }, { telemetry: shared })).toBeUndefined(); // the same instance is the same setting
+    } finally {
+      await connection.quit();
+    }
   });
 });
 
