@@ -730,6 +730,31 @@ describe('OpenTelemetry: a Telemetry that throws never costs a job', () => {
   });
 });
 
+describe('OpenTelemetry: messaging.batch.message_count', () => {
+  it('counts jobs, not trees, and is not set on an add of a single job', async () => {
+    const name = uniqueQueueName('otel-count');
+    const children = uniqueQueueName('otel-count-child');
+    const telemetry = new EchoMQOtel();
+    const queue = new Queue(name, { connection: testConnection(), telemetry });
+    await queue.addBulk([{ name: 'only', data: 1 }]);
+    await queue.close();
+    const producer = new FlowProducer({ connection: testConnection(), telemetry });
+    const tree = { name: 'parent', queueName: name, children: [{ name: 'page', queueName: children }, { name: 'page', queueName: children }] };
+    await producer.addBulk([tree, { name: 'single', queueName: name }]);
+    await producer.addBulk([{ name: 'single', queueName: name }]);
+    await producer.add(tree);
+    await producer.add({ name: 'single', queueName: name });
+    await producer.close();
+    expect(spansOf(name, OtelSpanKind.PRODUCER).map((span) => [span.name, span.attributes['messaging.batch.message_count']])).toEqual([
+      [`addBulk ${name}`, undefined],
+      [`addFlows ${name}`, 4],
+      [`addFlows ${name}`, undefined],
+      [`addFlow ${name}`, 3],
+      [`addFlow ${name}`, undefined],
+    ]);
+  });
+});
+
 /** Every package reachable from `entry` through the repository's own relative imports (import type excluded: erased). */
 function reachablePackages(entry: string): Set<string> {
   const seen = new Set<string>();
