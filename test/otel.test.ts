@@ -1,16 +1,17 @@
 import 'reflect-metadata';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { context, propagation, ROOT_CONTEXT, SpanKind as OtelSpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, SpanKind as OtelSpanKind, SpanStatusCode, trace, type Context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Injectable } from '@nestjs/common';
-import type { TestingModule } from '@nestjs/testing';
+import { Injectable, Module } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
 import {
-  EchoMQModule, EchoMQOptionError, FlowProducer, getQueueToken, InjectFlowProducer, InjectQueue, Keys, Process, Processor, Queue, Worker, type Job,
+  EchoMQModule, EchoMQOptionError, FlowProducer, getFlowProducerToken, getQueueToken, InjectFlowProducer, InjectQueue, Keys, Process, Processor, Queue, SpanKind, Worker,
+  WorkerOrchestrator, type Job, type Span, type Telemetry,
 } from '../lib/index.js';
 import { EchoMQOtel } from '../lib/integrations/otel/index.js';
 import { startApp } from './support/nest.js';
@@ -438,6 +439,319 @@ describe('OpenTelemetry in Nest: the option reaches the workers (nestjs/bull#252
     expect(spansOf(traced).map((span) => [span.kind, span.instrumentationScope.name])).toEqual([[OtelSpanKind.PRODUCER, 'queue'], [OtelSpanKind.CONSUMER, 'queue']]);
     // Its queue has no telemetry: the add made no span and the job carries no context.
     expect(spansOf(own).map((span) => [span.kind, span.instrumentationScope.name])).toEqual([[OtelSpanKind.CONSUMER, 'processor']]);
+  });
+
+  it('the configuration\'s worker.telemetry wins over its telemetry for the worker of a registered queue; null opts a queue, a processor or a flow producer out', async () => {
+    const plain = uniqueQueueName('otel-nest-default');
+    const untracedQueue = uniqueQueueName('otel-nest-null-queue');
+    const untracedWorker = uniqueQueueName('otel-nest-null-worker');
+    @Processor(plain)
+    class Plain {
+      @Process() run() {
+        return 1;
+      }
+    }
+    @Processor(untracedQueue)
+    class OffByQueue {
+      @Process() run() {
+        return 2;
+      }
+    }
+    @Processor({ name: untracedWorker, telemetry: null })
+    class OffByProcessor {
+      @Process() run() {
+        return 3;
+      }
+    }
+    app = await startApp({
+      imports: [
+        EchoMQModule.forRoot({ connection: testConnection(), telemetry: new EchoMQOtel('root'), worker: { telemetry: new EchoMQOtel('worker-default') } }),
+        EchoMQModule.registerQueue(plain, { name: untracedQueue, telemetry: null }, untracedWorker),
+        EchoMQModule.registerFlowProducer({ telemetry: null }),
+      ],
+      providers: [Plain, OffByQueue, OffByProcessor],
+    });
+    const finished = Promise.all([plain, untracedQueue, untracedWorker].map((name) => new Promise<void>((resolveDone) => {
+      app!.get(WorkerOrchestrator).getWorker(name)!.once('completed', () => resolveDone());
+    })));
+    for (const name of [plain, untracedQueue, untracedWorker]) await app.get<Queue>(getQueueToken(name), { strict: false }).add('one', {});
+    await finished;
+    // The queue takes the configuration's telemetry, its worker the configuration's worker default.
+    expect(spansOf(plain).map((span) => [span.kind, span.instrumentationScope.name])).toEqual([[OtelSpanKind.PRODUCER, 'root'], [OtelSpanKind.CONSUMER, 'worker-default']]);
+    expect(spansOf(untracedQueue)).toEqual([]); // neither the queue nor its worker
+    expect(spansOf(untracedWorker).map((span) => [span.kind, span.instrumentationScope.name])).toEqual([[OtelSpanKind.PRODUCER, 'root']]);
+    const flowsOnly = uniqueQueueName('otel-nest-null-flows');
+    await app.get<FlowProducer>(getFlowProducerToken(), { strict: false }).add({ name: 'untraced', queueName: flowsOnly });
+    expect(spansOf(flowsOnly)).toEqual([]);
+  });
+
+  it('refuses two registrations of one queue with different telemetry, as it does different partition counts', async () => {
+    const name = uniqueQueueName('otel-nest-twice');
+    const shared = new EchoMQOtel('shared');
+    const connection = newClient(); // ours: a failed compile leaves nothing else to close it
+    const compile = (first: object, second: object) => {
+      @Module({ imports: [EchoMQModule.registerQueue({ name, ...first })] })
+      class FeatureA {}
+      @Module({ imports: [EchoMQModule.registerQueue({ name, ...second })] })
+      class FeatureB {}
+      return Test.createTestingModule({ imports: [EchoMQModule.forRoot({ connection }), FeatureA, FeatureB] }).compile()
+        .then(async (moduleRef) => {
+          await moduleRef.close();
+          return undefined;
+        }, (error: unknown) => error);
+    };
+    try {
+      for (const [first, second, wording] of [
+        [{ telemetry: shared }, {}, /is registered with a telemetry and with no telemetry given/],
+        [{ telemetry: null }, { telemetry: shared }, /is registered with telemetry: null \(none\) and with a telemetry/],
+        [{ telemetry: shared }, { telemetry: new EchoMQOtel('shared') }, /is registered with a telemetry and with another telemetry object/],
+      ] as Array<[object, object, RegExp]>) {
+        const refused = await compile(first, second);
+        expect(refused).toBeInstanceOf(EchoMQOptionError);
+        expect(refused).toMatchObject({ field: 'telemetry' });
+        expect((refused as Error).message).toMatch(wording);
+      }
+      expect(await compile({ telemetry: shared }, { telemetry: shared })).toBeUndefined(); // the same instance is the same setting
+    } finally {
+      await connection.quit();
+    }
+  });
+});
+
+describe('OpenTelemetry: an attempt\'s span ends when the job stops being this worker\'s', () => {
+  /** A handler that never returns and never reads its signal. */
+  const hang = () => new Promise<never>(() => undefined);
+
+  it('close(true) with a handler that ignores its signal: the span ends at the close, abandoned', async () => {
+    const name = uniqueQueueName('otel-abandon');
+    const telemetry = new EchoMQOtel();
+    const queue = new Queue(name, { connection: testConnection(), telemetry });
+    const worker = new Worker(name, hang, { connection: testConnection(), telemetry });
+    await queue.add('hangs', {});
+    await eventually(() => worker.runningCount === 1, 5000, 'the worker runs the job');
+    await worker.close(true);
+    await queue.close();
+    const [attempt, ...more] = spansOf(name, OtelSpanKind.CONSUMER);
+    expect(more).toEqual([]);
+    expect(attempt.attributes['echomq.attempt.outcome']).toBe('abandoned');
+    expect(attempt.events.map((event) => event.name)).toEqual(['echomq.job.abandoned', 'exception']);
+    expect(attempt.status.code).toBe(SpanStatusCode.ERROR);
+  });
+
+  it('a lost lock with a handler that ignores its signal: the span ends at the loss, lost', async () => {
+    const name = uniqueQueueName('otel-lost-hang');
+    const telemetry = new EchoMQOtel();
+    const queue = new Queue(name, { connection: testConnection(), telemetry });
+    const worker = new Worker(name, hang, { connection: testConnection(), telemetry, lockDuration: 2000, lockRenewTime: 100, stalledInterval: 60_000 });
+    const job = await queue.add('hangs', {});
+    await eventually(async () => (await client.exists(queue.keys.lock(job.id))) === 1, 5000, 'the worker holds the lock');
+    await client.del(queue.keys.lock(job.id));
+    // The handler is still running: only the span's end can have exported it.
+    await eventually(() => spansOf(name, OtelSpanKind.CONSUMER).length === 1, 5000, 'the attempt\'s span ended');
+    expect(worker.runningCount).toBe(1);
+    const [attempt] = spansOf(name, OtelSpanKind.CONSUMER);
+    expect(attempt.attributes['echomq.attempt.outcome']).toBe('lost');
+    expect(attempt.events.map((event) => [event.name, event.attributes?.['echomq.lock.code']])).toEqual([['echomq.lock.lost', -2], ['exception', undefined]]);
+    await worker.close(true);
+    await queue.close();
+  });
+
+  it('a timeout, then a finish that finds the lock gone (-2): the lock loss is an event too', async () => {
+    const name = uniqueQueueName('otel-timeout-lost');
+    const telemetry = new EchoMQOtel();
+    const queue = new Queue(name, { connection: testConnection(), telemetry });
+    // No heartbeat tick before the timeout: only the finish can find the lock gone.
+    const worker = new Worker(name, async (job) => {
+      await client.del(queue.keys.lock(job.id));
+      return hang();
+    }, { connection: testConnection(), telemetry, lockDuration: 30_000, lockRenewTime: 20_000 });
+    const lost = new Promise<Error>((resolveLost) => worker.once('lockLost', (_job, error) => resolveLost(error)));
+    await queue.add('slow', {}, { timeout: 200 });
+    expect(await lost).toMatchObject({ code: -2 });
+    await worker.close(true);
+    await queue.close();
+    const [attempt] = spansOf(name, OtelSpanKind.CONSUMER);
+    expect(attempt.attributes['echomq.attempt.outcome']).toBe('lost');
+    expect(attempt.events.map((event) => [event.name, event.attributes?.['echomq.lock.code']])).toEqual([
+      ['echomq.job.timed_out', undefined], ['echomq.lock.lost', -2], ['exception', undefined],
+    ]);
+  });
+});
+
+describe('OpenTelemetry: the contexts a worker runs in', () => {
+  it('a worker run inside an app\'s span: an attempt of a job without a trace context starts a trace of its own', async () => {
+    const name = uniqueQueueName('otel-root');
+    const queue = new Queue(name, { connection: testConnection() }); // no telemetry: the job carries no context
+    await queue.add('alone', {});
+    const worker = new Worker(name, async () => 'ok', { connection: testConnection(), telemetry: new EchoMQOtel(), autorun: false });
+    const completed = new Promise<void>((resolveDone) => worker.once('completed', () => resolveDone()));
+    trace.getTracer('app').startActiveSpan('app startup', (span) => {
+      void worker.run();
+      span.end();
+    });
+    await completed;
+    await worker.close();
+    await queue.close();
+    const [attempt] = spansOf(name, OtelSpanKind.CONSUMER);
+    expect(attempt.parentSpanContext).toBeUndefined();
+  });
+
+  it('sandboxed: the attempt\'s span is never made active here, and no context leaks into the sandbox, the runner\'s nor an attempt\'s', async () => {
+    const file = fileURLToPath(new URL('./fixtures/sandbox/processor.mjs', import.meta.url));
+    const otel = new EchoMQOtel();
+    const manager = otel.contextManager;
+    const activated: Array<string | undefined> = []; // the span of every context the worker made active
+    const recording = {
+      active: () => manager.active(),
+      getMetadata: (ctx: Context) => manager.getMetadata(ctx),
+      fromMetadata: (active: Context, metadata: string) => manager.fromMetadata(active, metadata),
+      with: <A extends (...args: any[]) => any>(ctx: Context, fn: A): ReturnType<A> => {
+        activated.push(trace.getSpan(ctx)?.spanContext().spanId);
+        return manager.with(ctx, fn);
+      },
+    };
+    // EchoMQOtel's, and one without the optional contextManager.root (BullMQ's shape), whose fetch
+    // loop runs in the context of whoever called run().
+    const withRoot: Telemetry<Context> = { tracer: otel.tracer, contextManager: { ...recording, root: () => manager.root!() } };
+    const rootless: Telemetry<Context> = { tracer: otel.tracer, contextManager: recording };
+    for (const telemetry of [withRoot, rootless]) {
+      const name = uniqueQueueName('otel-sandbox');
+      const queue = new Queue(name, { connection: testConnection(), telemetry: otel });
+      const worker = new Worker(name, file, { connection: testConnection(), telemetry, concurrency: 1, useWorkerThreads: true, autorun: false });
+      // The sandbox's job.updateProgress reaches this thread as a message of the sandbox's port:
+      // the span active there is that of the context the port was made in.
+      const activeAtProgress: Array<string | undefined> = [];
+      worker.on('progress', () => activeAtProgress.push(trace.getActiveSpan()?.spanContext().spanId));
+      let completed = 0;
+      const allDone = new Promise<void>((resolveDone) => worker.on('completed', () => ++completed === 3 && resolveDone()));
+      for (let i = 0; i < 3; i++) await queue.add('steps', { mode: 'progress' });
+      trace.getTracer('app').startActiveSpan('app startup', (span) => {
+        void worker.run();
+        span.end();
+      });
+      await allDone;
+      await worker.close();
+      await queue.close();
+      const attempts = spansOf(name, OtelSpanKind.CONSUMER).map((span) => idsOf(span).spanId);
+      expect(attempts).toHaveLength(3);
+      expect(activated.filter((spanId) => spanId !== undefined && attempts.includes(spanId))).toEqual([]);
+      expect(activeAtProgress).toEqual(Array(6).fill(undefined)); // two progress updates a job
+    }
+  });
+});
+
+describe('OpenTelemetry: a Telemetry that throws never costs a job', () => {
+  type Faults = { with?: 'before' | 'after'; consumerAttributes?: boolean; resultAttributes?: boolean };
+
+  /** EchoMQOtel with the calls `faults` names throwing. */
+  function faulty(faults: Faults): Telemetry<Context> {
+    const otel = new EchoMQOtel('faulty');
+    const manager = otel.contextManager;
+    return {
+      tracer: {
+        startSpan(name, options, ctx) {
+          const span = otel.tracer.startSpan(name, options, ctx);
+          let attributeCalls = 0;
+          const wrapped: Span<Context> = {
+            setSpanOnContext: (context) => span.setSpanOnContext(context),
+            setAttribute: (key, value) => span.setAttribute(key, value),
+            setAttributes: (attributes) => {
+              attributeCalls++;
+              if (faults.consumerAttributes && options?.kind === SpanKind.CONSUMER) throw new Error('setAttributes broke');
+              // The producer span's second call: what the add learned, after the write.
+              if (faults.resultAttributes && options?.kind === SpanKind.PRODUCER && attributeCalls === 2) throw new Error('setAttributes broke');
+              span.setAttributes(attributes);
+            },
+            addEvent: (name, attributes) => span.addEvent(name, attributes),
+            recordException: (exception, time) => span.recordException(exception, time),
+            end: () => span.end(),
+          };
+          return wrapped;
+        },
+      },
+      contextManager: {
+        active: () => manager.active(),
+        getMetadata: (context) => manager.getMetadata(context),
+        fromMetadata: (active, metadata) => manager.fromMetadata(active, metadata),
+        with: (context, fn) => {
+          if (faults.with === 'before') throw new Error('with broke before running fn');
+          if (faults.with === 'after') {
+            manager.with(context, fn);
+            throw new Error('with broke after running fn');
+          }
+          return manager.with(context, fn);
+        },
+      },
+    };
+  }
+
+  it('contextManager.with throwing before or after it ran the handler: the handler runs once, and the job completes', async () => {
+    for (const when of ['before', 'after'] as const) {
+      const name = uniqueQueueName(`otel-with-${when}`);
+      const queue = new Queue(name, { connection: testConnection() });
+      let calls = 0;
+      const worker = new Worker(name, async () => {
+        calls++;
+        return 'done';
+      }, { connection: testConnection(), telemetry: faulty({ with: when }) });
+      const errors: Error[] = [];
+      worker.on('error', (error) => errors.push(error));
+      const completed = new Promise<unknown>((resolveDone) => worker.once('completed', (_job, result) => resolveDone(result)));
+      const failed = new Promise<unknown>((resolveFailed) => worker.once('failed', (_job, error) => resolveFailed(error)));
+      await queue.add('traced', {});
+      expect(await Promise.race([completed, failed])).toBe('done');
+      await worker.close();
+      await queue.close();
+      expect(calls).toBe(1);
+      expect(errors.map((error) => error.message)).toContain(`with broke ${when} running fn`);
+    }
+  });
+
+  it('setAttributes throwing as an attempt begins: the attempt runs untraced, and the span started is ended', async () => {
+    const name = uniqueQueueName('otel-begin-throws');
+    const queue = new Queue(name, { connection: testConnection() });
+    const worker = new Worker(name, async () => 'done', { connection: testConnection(), telemetry: faulty({ consumerAttributes: true }) });
+    worker.on('error', () => undefined);
+    const completed = new Promise<void>((resolveDone) => worker.once('completed', () => resolveDone()));
+    await queue.add('traced', {});
+    await completed;
+    await worker.close();
+    await queue.close();
+    expect(exporter.getFinishedSpans().filter((span) => span.name === `process ${name}`)).toHaveLength(1);
+  });
+
+  it('setAttributes throwing after the add was written: the add answers its job, and the span is ended', async () => {
+    const name = uniqueQueueName('otel-add-throws');
+    const queue = new Queue(name, { connection: testConnection(), telemetry: faulty({ resultAttributes: true }) });
+    const job = await queue.add('written', {});
+    expect(await client.hget(queue.keys.job(job.id), 'name')).toBe('written');
+    await queue.close();
+    expect(exporter.getFinishedSpans().filter((span) => span.name === `add ${name}`)).toHaveLength(1);
+  });
+});
+
+describe('OpenTelemetry: messaging.batch.message_count', () => {
+  it('counts jobs, not trees, and is not set on an add of a single job', async () => {
+    const name = uniqueQueueName('otel-count');
+    const children = uniqueQueueName('otel-count-child');
+    const telemetry = new EchoMQOtel();
+    const queue = new Queue(name, { connection: testConnection(), telemetry });
+    await queue.addBulk([{ name: 'only', data: 1 }]);
+    await queue.close();
+    const producer = new FlowProducer({ connection: testConnection(), telemetry });
+    const tree = { name: 'parent', queueName: name, children: [{ name: 'page', queueName: children }, { name: 'page', queueName: children }] };
+    await producer.addBulk([tree, { name: 'single', queueName: name }]);
+    await producer.addBulk([{ name: 'single', queueName: name }]);
+    await producer.add(tree);
+    await producer.add({ name: 'single', queueName: name });
+    await producer.close();
+    expect(spansOf(name, OtelSpanKind.PRODUCER).map((span) => [span.name, span.attributes['messaging.batch.message_count']])).toEqual([
+      [`addBulk ${name}`, undefined],
+      [`addFlows ${name}`, 4],
+      [`addFlows ${name}`, undefined],
+      [`addFlow ${name}`, 3],
+      [`addFlow ${name}`, undefined],
+    ]);
   });
 });
 

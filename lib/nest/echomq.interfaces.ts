@@ -14,7 +14,13 @@ import type { Telemetry } from '../runtime/telemetry/telemetry.js';
 export type WorkerDefaults = Pick<WorkerOptions,
   'concurrency' | 'lockDuration' | 'lockRenewTime' | 'stalledInterval' | 'maxStalledCount' |
   'drainDelay' | 'limiter' | 'heartbeatLateThreshold' | 'maxEvents' | 'closeTimeout' | 'partitionConcurrency' | 'settings' | 'jobTimeout' |
-  'metrics' | 'telemetry'>;
+  'metrics'> & {
+  /**
+   * The worker's tracing (docs/observability.md, "OpenTelemetry"); `null`: none, whatever the
+   * configuration's `telemetry` (the worker's own setting wins over it). Default: docs/nest.md.
+   */
+  telemetry?: Telemetry | null;
+};
 
 /** Options of one root configuration (forRoot / forRootAsync): one Redis, one prefix. */
 export interface EchoMQRootOptions {
@@ -30,7 +36,8 @@ export interface EchoMQRootOptions {
   startWorkers?: boolean;
   /**
    * Tracing for every Queue, Worker and FlowProducer of this configuration (`new EchoMQOtel()` from
-   * `@echomq/nestjs/otel`): a registered queue's or a @Processor's own `telemetry` wins. Default none.
+   * `@echomq/nestjs/otel`): a registered queue's, a flow producer's or a @Processor's own `telemetry`
+   * wins, and `worker.telemetry` wins for the workers (docs/nest.md). Default none.
    */
   telemetry?: Telemetry;
 }
@@ -71,7 +78,13 @@ export interface JobSchedulerDeclaration<Data = unknown> {
  * spreads the queue over that many hash tags (docs/cluster.md); its @Processor's worker takes the
  * same count.
  */
-export interface QueueSettings extends Pick<QueueOptions, 'defaultJobOptions' | 'maxEvents' | 'maxDataSize' | 'partitions' | 'telemetry'> {
+export interface QueueSettings extends Pick<QueueOptions, 'defaultJobOptions' | 'maxEvents' | 'maxDataSize' | 'partitions'> {
+  /**
+   * The queue's tracing, and its processor's worker's (unless the @Processor gives its own):
+   * `null` for none, whatever the configuration's `telemetry`. Default: the configuration's.
+   * Every registration of one queue gives the same (the same instance, or null, or none).
+   */
+  telemetry?: Telemetry | null;
   /**
    * Job schedulers of this queue, upserted once at bootstrap before the workers start. Their jobs
    * are named `template.name`, else the scheduler's id (as with queue.upsertJobScheduler).
@@ -141,7 +154,10 @@ export interface ProcessorOptions extends WorkerDefaults {
  * A registered flow producer's settings; its connection is its configuration's, and so is its
  * prefix unless given here (a flow job's own `prefix` still wins).
  */
-export type FlowProducerSettings = Omit<FlowProducerOptions, 'connection'>;
+export type FlowProducerSettings = Omit<FlowProducerOptions, 'connection' | 'telemetry'> & {
+  /** Its tracing; `null` for none, whatever the configuration's `telemetry`. Default: the configuration's. */
+  telemetry?: Telemetry | null;
+};
 
 /** registerFlowProducer's options for one flow producer (@nestjs/bullmq's shape). */
 export interface RegisterFlowProducerOptions extends FlowProducerSettings {

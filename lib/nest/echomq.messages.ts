@@ -63,6 +63,10 @@ export const PROCESSOR_PARTITIONS_MISMATCH = (processor: string, queue: string, 
 export const QUEUE_PARTITIONS_CONFLICT = (queue: string, first: number, second: number) =>
   `queue "${queue}" is registered with ${first} and with ${second}; every registration of one queue gives the same count`;
 
+export const QUEUE_TELEMETRY_CONFLICT = (queue: string, first: string, second: string) =>
+  `queue "${queue}" is registered with ${first} and with ${second}; the queue would take whichever module registered it first: ` +
+  'every registration of one queue gives the same (one instance, or null, or none)';
+
 export const SCHEDULER_NOT_ON_HANDLER = (processor: string, method: string, id: unknown) =>
   `EchoMQ: @JobScheduler(${JSON.stringify(id)}) is on ${processor}.${method}, which has no @Process, so no job of it would run there; ` +
   'put it on the @Process method that runs its jobs';

@@ -26,7 +26,8 @@ export class FlowProducerRegistry {
     // Options from a factory are not typed at run time: a connection here would bypass the configuration's.
     if ((settings as { connection?: unknown }).connection !== undefined) throw new Error(FLOW_PRODUCER_CONNECTION(name));
     const { options, client } = this.configs.get(configKey, `flow producer "${name}"`);
-    const producer = new FlowProducer({ prefix: options.prefix, ...settings, telemetry: settings.telemetry ?? options.telemetry, connection: client });
+    const telemetry = settings.telemetry === null ? undefined : settings.telemetry ?? options.telemetry;
+    const producer = new FlowProducer({ prefix: options.prefix, ...settings, telemetry, connection: client });
     this.producers.set(name, { producer, configKey });
     return producer;
   }

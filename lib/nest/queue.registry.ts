@@ -5,12 +5,24 @@ import { Queue } from '../runtime/queue/queue.js';
 import { ConfigRegistry } from './config.registry.js';
 import { DEFAULT_CONFIG_KEY } from './echomq.constants.js';
 import type { QueueSettings } from './echomq.interfaces.js';
-import { QUEUE_CONFIG_CONFLICT, QUEUE_PARTITIONS_CONFLICT } from './echomq.messages.js';
+import { QUEUE_CONFIG_CONFLICT, QUEUE_PARTITIONS_CONFLICT, QUEUE_TELEMETRY_CONFLICT } from './echomq.messages.js';
+
+/** A registered queue, with what its registrations said of it that its worker needs. */
+export interface QueueRegistration {
+  queue: Queue;
+  configKey: string;
+  /**
+   * The registration's own `telemetry`, as given: undefined (none given: the queue took its
+   * configuration's), null (none at all) or a Telemetry. Its processor's worker takes it before
+   * the configuration's `worker.telemetry`, which the queue's own `options.telemetry` cannot tell.
+   */
+  telemetry: QueueSettings['telemetry'];
+}
 
 /** One Queue per name for the whole app, however many modules register it. */
 @Injectable()
 export class QueueRegistry {
-  private readonly queues = new Map<string, { queue: Queue; configKey: string }>();
+  private readonly queues = new Map<string, QueueRegistration>();
 
   constructor(private readonly configs: ConfigRegistry) {}
 
@@ -24,6 +36,11 @@ export class QueueRegistry {
       if (partitions !== existing.queue.partitions) {
         throw new EchoMQOptionError('partitions', QUEUE_PARTITIONS_CONFLICT(name, existing.queue.partitions, partitions));
       }
+      // Which of two differing settings the queue took would depend on which module ran first, too.
+      if (settings.telemetry !== existing.telemetry) {
+        const [first, second] = telemetryLabels(existing.telemetry, settings.telemetry);
+        throw new EchoMQOptionError('telemetry', QUEUE_TELEMETRY_CONFLICT(name, first, second));
+      }
       return existing.queue;
     }
     const { options, client } = this.configs.get(configKey, `queue "${name}"`);
@@ -32,9 +49,9 @@ export class QueueRegistry {
       prefix: options.prefix,
       ...settings,
       defaultJobOptions: { ...options.defaultJobOptions, ...settings.defaultJobOptions },
-      telemetry: settings.telemetry ?? options.telemetry,
+      telemetry: settings.telemetry === null ? undefined : settings.telemetry ?? options.telemetry,
     });
-    this.queues.set(name, { queue, configKey });
+    this.queues.set(name, { queue, configKey, telemetry: settings.telemetry });
     return queue;
   }
 
@@ -43,8 +60,8 @@ export class QueueRegistry {
     return this.queues.get(name)?.queue;
   }
 
-  /** The registered queue `name` and its configuration key, if any. */
-  registration(name: string): { queue: Queue; configKey: string } | undefined {
+  /** The registered queue `name`, its configuration key and its own telemetry setting, if any. */
+  registration(name: string): QueueRegistration | undefined {
     return this.queues.get(name);
   }
 
@@ -59,4 +76,12 @@ export class QueueRegistry {
     this.queues.clear();
     await Promise.all(queues.map(({ queue }) => queue.close()));
   }
+}
+
+/** Two differing telemetry settings of one queue, as a refusal names them. */
+function telemetryLabels(first: QueueSettings['telemetry'], second: QueueSettings['telemetry']): [string, string] {
+  const label = (telemetry: QueueSettings['telemetry']) =>
+    telemetry === undefined ? 'no telemetry given (the configuration\'s)' : telemetry === null ? 'telemetry: null (none)' : 'a telemetry';
+  const [a, b] = [label(first), label(second)];
+  return a === b ? ['a telemetry', 'another telemetry object'] : [a, b];
 }

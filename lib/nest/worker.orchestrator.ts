@@ -100,15 +100,18 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /**
-   * The worker's tracing: its @Processor's own, else its registered queue's (on the same
-   * configuration), else the configuration's worker default, else the configuration's: the option
-   * reaches every worker the module makes (what @nestjs/bullmq missed, nestjs/bull#2524).
+   * The worker's tracing: its @Processor's own, else its queue's registration's own (on the same
+   * configuration; not the queue's, which fell back to the configuration's), else the
+   * configuration's worker default, else the configuration's: the option reaches every worker the
+   * module makes (what @nestjs/bullmq missed, nestjs/bull#2524). The first that is set wins, and
+   * `null` there means none.
    */
   private telemetryOf(definition: ProcessorDefinition): Telemetry | undefined {
     const { options } = this.configs.get(definition.configKey, `processor ${definition.className}`);
     const registered = this.queues.registration(definition.queueName);
-    const queueTelemetry = registered?.configKey === definition.configKey ? registered.queue.options.telemetry : undefined;
-    return definition.workerOptions.telemetry ?? queueTelemetry ?? options.worker?.telemetry ?? options.telemetry;
+    const queueTelemetry = registered?.configKey === definition.configKey ? registered.telemetry : undefined;
+    const chosen = [definition.workerOptions.telemetry, queueTelemetry, options.worker?.telemetry, options.telemetry].find((setting) => setting !== undefined);
+    return chosen ?? undefined;
   }
 
   private start(definition: ProcessorDefinition): Worker {

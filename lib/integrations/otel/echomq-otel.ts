@@ -1,4 +1,4 @@
-import { context, propagation, SpanStatusCode, trace, type Context, type Span as OtelSpan } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Span as OtelSpan } from '@opentelemetry/api';
 import type { Attributes, AttributeValue, ContextManager, Exception, Span, SpanOptions, Telemetry, Time, Tracer } from '../../runtime/telemetry/telemetry.js';
 import { parseW3c, w3cHeaders } from './w3c-trace-context.js';
 
@@ -67,6 +67,11 @@ class OtelContextManager implements ContextManager<Context> {
 
   with<A extends (...args: any[]) => any>(ctx: Context, fn: A): ReturnType<A> {
     return context.with(ctx, fn);
+  }
+
+  /** A worker's fetch loop runs under it: an attempt of a job without a trace context starts its own trace. */
+  root(): Context {
+    return ROOT_CONTEXT;
   }
 
   getMetadata(ctx: Context): string {

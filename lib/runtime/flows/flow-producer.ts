@@ -13,7 +13,7 @@ import { levelsOf, planFlow, type FlowJob, type FlowNode } from './flow-tree.js'
 import { ParentNotices } from './parent-notices.js';
 import { ATTRIBUTES } from '../telemetry/attributes.js';
 import { traceAdd } from '../telemetry/producer-span.js';
-import { telemetryOf, type Telemetry } from '../telemetry/telemetry.js';
+import { telemetryOf, type Attributes, type Telemetry } from '../telemetry/telemetry.js';
 
 export interface FlowProducerOptions {
   connection?: ConnectionInput;
@@ -75,7 +75,7 @@ export class FlowProducer {
   /** Adds a tree; answers its jobs as a tree of JobNodes. Nothing is written when a job of it is refused. */
   add(flow: FlowJob): Promise<JobNode> {
     if (this.telemetry) {
-      return traceAdd(this.telemetry, { operation: 'addFlow', destination: (flow as FlowJob | undefined)?.queueName },
+      return traceAdd(this.telemetry, { operation: 'addFlow', destination: (flow as FlowJob | undefined)?.queueName, attributes: batchCount([flow]) },
         (metadata) => this.addTree(flow, metadata), (node) => ({ [ATTRIBUTES.messageId]: node.job.id, [ATTRIBUTES.jobName]: node.job.name }));
     }
     return this.addTree(flow);
@@ -88,7 +88,7 @@ export class FlowProducer {
       return traceAdd(this.telemetry, {
         operation: 'addFlows',
         destination: queues.size === 1 ? [...queues][0] : undefined,
-        attributes: { [ATTRIBUTES.batchCount]: Array.isArray(flows) ? flows.length : undefined },
+        attributes: Array.isArray(flows) ? batchCount(flows) : undefined,
       }, (metadata) => this.addTrees(flows, metadata));
     }
     return this.addTrees(flows);
@@ -283,3 +283,24 @@ function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
   return groups;
 }
 
+/**
+ * messaging.batch.message_count of an add of `flows`: the jobs of every tree (the messages, as
+ * OpenTelemetry counts them), none for a single job. Read before the flows are checked: whatever
+ * is not an object counts as one job (planFlow refuses it later), and an object met twice once.
+ */
+function batchCount(flows: unknown[]): Attributes | undefined {
+  const seen = new Set<object>();
+  const pending = [...flows];
+  let count = 0;
+  while (pending.length > 0) {
+    const flow = pending.pop();
+    if (typeof flow === 'object' && flow !== null) {
+      if (seen.has(flow)) continue;
+      seen.add(flow);
+      const { children } = flow as { children?: unknown };
+      if (Array.isArray(children)) for (const child of children) pending.push(child);
+    }
+    count++;
+  }
+  return count > 1 ? { [ATTRIBUTES.batchCount]: count } : undefined;
+}

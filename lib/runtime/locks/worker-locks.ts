@@ -88,6 +88,8 @@ export interface JobLock {
   readonly held: boolean;
   /** The code a renewal found, if one found the lock gone (-2) or taken (-6). */
   readonly lostCode: -2 | -6 | undefined;
+  /** True from beginRelease() (the finish, or the handler's own move, is in flight) until cancelRelease(). */
+  readonly releasing: boolean;
   /** The runner is finishing the job: keep renewing, but a failure now is the finish's to judge. */
   beginRelease(): void;
   /** The release begun did not happen after all (a move that had nothing to do): failures are this ownership's again. */

@@ -129,7 +129,8 @@ export class Queue<Data = unknown, Result = unknown> {
   addBulk(jobs: Array<{ name: string; data: Data; opts?: JobOptions }>): Promise<Array<Job<Data, Result>>> {
     const { telemetry } = this.options;
     if (telemetry) {
-      const count = Array.isArray(jobs) ? jobs.length : undefined;
+      // OpenTelemetry's conventions: no batch count on an operation of a single message.
+      const count = Array.isArray(jobs) && jobs.length > 1 ? jobs.length : undefined;
       return traceAdd(telemetry, { operation: 'addBulk', destination: this.name, attributes: { [ATTRIBUTES.batchCount]: count } },
         (metadata) => this.addMany(jobs, metadata));
     }

@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { Job } from '../queue/job.js';
 import type { ProcessorContext, ProcessorFunction } from '../worker/job-runner.js';
 import { Sandbox, type SandboxOwner } from './sandbox.js';
@@ -59,6 +60,13 @@ export class SandboxPool implements SandboxOwner {
   private diedUnused = 0;
   /** Runs waiting out that backoff: close() ends their waits. */
   private readonly backingOff = new Set<{ timer: NodeJS.Timeout; cancel(): void }>();
+  /**
+   * The async context the pool was made in. A sandbox's thread or process, and the watch tick,
+   * keep the context they are started in for their whole lives (their messages and ticks run in
+   * it): started in here, they keep this one, never that of the job that happened to need them
+   * (a trace's span, an AsyncLocalStorage store of the app's).
+   */
+  private readonly home = new AsyncResource('EchoMQSandboxPool');
 
   private constructor(private readonly spec: SandboxSpec, private readonly worker: SandboxWorker) {
     this.processor = (job, context) => this.run(job, context);
@@ -186,13 +194,13 @@ export class SandboxPool implements SandboxOwner {
 
   private spawn(): Sandbox {
     this.makeRoom();
-    const sandbox = new Sandbox(this.spec, this);
+    const sandbox = this.home.runInAsyncScope(() => new Sandbox(this.spec, this));
     this.live.add(sandbox);
     return sandbox;
   }
 
   private startOn(sandbox: Sandbox, job: Job, context: ProcessorContext): Promise<unknown> {
-    this.watchTimer ??= setInterval(() => this.watch(), SANDBOX_WATCH_MS).unref();
+    this.watchTimer ??= this.home.runInAsyncScope(() => setInterval(() => this.watch(), SANDBOX_WATCH_MS).unref());
     return sandbox.start(job, context);
   }
 

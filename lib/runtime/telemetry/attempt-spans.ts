@@ -6,10 +6,14 @@ import { LockLostError, type JobLock } from '../locks/worker-locks.js';
 import type { Job } from '../queue/job.js';
 import { JobTimeoutError } from '../worker/job-timeout-error.js';
 import { ATTRIBUTES, MESSAGING_SYSTEM, recordFailure, SPAN_EVENTS } from './attributes.js';
+import { runWithin } from './guarded-context.js';
 import { SpanKind, type Attributes, type ContextManager, type Span, type Telemetry } from './telemetry.js';
 
-/** How an attempt ended: a lock release's reason, or `error` (the runner could not finish it). */
-export type AttemptOutcome = Exclude<LockReleasedEvent['reason'], 'closed'> | 'error';
+/**
+ * How an attempt ended: a lock release's reason, `error` (the runner could not finish it), or
+ * `abandoned` (the worker gave the job up as it closed: close(true), or a close past closeTimeout).
+ */
+export type AttemptOutcome = Exclude<LockReleasedEvent['reason'], 'closed'> | 'error' | 'abandoned';
 
 /** Who runs the attempts: for the spans' attributes. */
 export interface AttemptSource {
@@ -31,10 +35,17 @@ export class AttemptSpans {
     private readonly telemetry: Telemetry,
     private readonly source: AttemptSource,
     private readonly onError: (error: Error) => void,
+    /**
+     * False when the handler runs in a sandbox, where the span cannot be active: it is not made
+     * active around the call either, which would only lend the job's context to whatever the pool
+     * starts for it (a sandbox's thread or process keeps the context it was started in).
+     */
+    private readonly activateInHandler = true,
   ) {}
 
   /** The span of an attempt just picked up (`lock` is its ownership); undefined when the Telemetry threw. */
   begin(job: Job, lock: JobLock): AttemptSpan | undefined {
+    let span: Span | undefined;
     try {
       const { tracer, contextManager } = this.telemetry;
       const active = contextManager.active();
@@ -42,7 +53,7 @@ export class AttemptSpans {
       const metadata = (job.opts.telemetry as { metadata?: unknown } | undefined)?.metadata;
       const parent = typeof metadata === 'string' && metadata !== '' ? contextManager.fromMetadata(active, metadata) : active;
       const { queueName, partition, workerId, workerName } = this.source;
-      const span = tracer.startSpan(`process ${queueName}`, { kind: SpanKind.CONSUMER }, parent);
+      span = tracer.startSpan(`process ${queueName}`, { kind: SpanKind.CONSUMER }, parent);
       span.setAttributes({
         [ATTRIBUTES.system]: MESSAGING_SYSTEM,
         [ATTRIBUTES.destination]: queueName,
@@ -57,22 +68,35 @@ export class AttemptSpans {
         [ATTRIBUTES.fencingNumber]: job.attemptsStarted,
         [ATTRIBUTES.stalledCount]: job.stalledCounter > 0 ? job.stalledCounter : undefined,
       });
-      return new AttemptSpan(span, span.setSpanOnContext(parent), contextManager, lock, this.onError);
+      const context = this.activateInHandler ? span.setSpanOnContext(parent) : undefined;
+      return new AttemptSpan(span, this.activateInHandler, context, contextManager, lock, this.onError);
     } catch (error) {
       this.onError(asError(error));
+      // A span started and then left would never be exported, nor freed by an SDK that tracks open spans.
+      try {
+        span?.end();
+      } catch {
+        // The Telemetry threw again: reported once above is enough.
+      }
       return undefined;
     }
   }
 }
 
-/** One attempt's span: open from pickup until the runner lets the job go. */
+/**
+ * One attempt's span: open from pickup until the runner lets the job go, or until the job is no
+ * longer this worker's (its lock lost, or given up by a closing worker), whatever the handler does.
+ */
 export class AttemptSpan {
   private ended = false;
-  /** An event already says why the run was cut short. */
-  private abortRecorded = false;
+  /** An echomq.lock.lost event is on the span already (the heartbeat found the loss). */
+  private lockLossRecorded = false;
 
   constructor(
     private readonly span: Span,
+    /** False when the handler runs elsewhere (a sandbox): `within` runs it as it is. */
+    private readonly activate: boolean,
+    /** The context to run the handler in (this span active), when `activate`. */
     private readonly context: unknown,
     private readonly contextManager: ContextManager,
     private readonly lock: JobLock,
@@ -83,9 +107,13 @@ export class AttemptSpan {
     lock.onAbort = (reason) => this.recordAbort(reason);
   }
 
-  /** Runs the handler with this span active: spans the handler starts are its children. */
+  /**
+   * Runs the handler with this span active: spans the handler starts are its children. A
+   * contextManager that throws costs the handler nothing: it runs (once) untraced.
+   */
   within<T>(fn: () => T): T {
-    return this.contextManager.with(this.context, fn);
+    if (!this.activate) return fn();
+    return runWithin(this.contextManager, this.context, fn, this.onError);
   }
 
   /** The attempt is over: how, and for a failure, with which error. Once; later calls do nothing. */
@@ -94,7 +122,7 @@ export class AttemptSpan {
     this.ended = true;
     this.lock.onAbort = undefined;
     try {
-      if (outcome === 'lost' && !this.abortRecorded) this.span.addEvent(SPAN_EVENTS.lockLost, lossAttributes(error));
+      if (outcome === 'lost' && !this.lockLossRecorded) this.span.addEvent(SPAN_EVENTS.lockLost, lossAttributes(error));
       this.span.setAttribute(ATTRIBUTES.outcome, outcome);
       if (error !== undefined && outcome !== 'requeued') recordFailure(this.span, error);
       this.span.end();
@@ -103,17 +131,32 @@ export class AttemptSpan {
     }
   }
 
-  private recordAbort(reason: unknown): void {
+  /**
+   * A timeout or a cancel is an event: the runner fails the job at once, and ends the span then. A
+   * lost lock or a closing worker's giving up is an event and the span's end: the handler may never
+   * return (it need not heed its signal), and the job is not this worker's any more. A job whose
+   * finish is in flight is the finish's to judge: its span ends when the finish lands or fails.
+   */
+  private recordAbort(reason: Error): void {
     if (this.ended) return;
-    this.abortRecorded = true;
+    let outcome: AttemptOutcome | undefined;
     try {
-      if (reason instanceof LockLostError) this.span.addEvent(SPAN_EVENTS.lockLost, lossAttributes(reason));
-      else if (reason instanceof JobTimeoutError) this.span.addEvent(SPAN_EVENTS.timedOut, { 'echomq.job.timeout_ms': reason.timeout });
-      else if (reason instanceof JobCancelledError) this.span.addEvent(SPAN_EVENTS.cancelled, reason.reason === undefined ? {} : { 'echomq.job.cancel_reason': reason.reason });
-      else this.span.addEvent(SPAN_EVENTS.abandoned, { 'exception.message': asError(reason).message });
+      if (reason instanceof LockLostError) {
+        this.span.addEvent(SPAN_EVENTS.lockLost, lossAttributes(reason));
+        this.lockLossRecorded = true;
+        outcome = 'lost';
+      } else if (reason instanceof JobTimeoutError) {
+        this.span.addEvent(SPAN_EVENTS.timedOut, { 'echomq.job.timeout_ms': reason.timeout });
+      } else if (reason instanceof JobCancelledError) {
+        this.span.addEvent(SPAN_EVENTS.cancelled, reason.reason === undefined ? {} : { 'echomq.job.cancel_reason': reason.reason });
+      } else {
+        this.span.addEvent(SPAN_EVENTS.abandoned, { 'exception.message': reason.message });
+        outcome = 'abandoned';
+      }
     } catch (thrown) {
       this.onError(asError(thrown));
     }
+    if (outcome && !this.lock.releasing) this.end(outcome, reason);
   }
 }
 

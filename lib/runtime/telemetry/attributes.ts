@@ -21,7 +21,7 @@ export const ATTRIBUTES = {
   fencingNumber: 'echomq.job.fencing_number',
   stalledCount: 'echomq.job.stalled_count',
   workerName: 'echomq.worker.name',
-  /** How the attempt ended: completed, failed, retried, requeued, delayed, waiting-children, skipped, lost, error. */
+  /** How the attempt ended: completed, failed, retried, requeued, delayed, waiting-children, skipped, lost, abandoned, error. */
   outcome: 'echomq.attempt.outcome',
   movedTo: 'echomq.job.moved_to',
 } as const;

@@ -1,4 +1,5 @@
 import { ATTRIBUTES, MESSAGING_SYSTEM, recordFailure } from './attributes.js';
+import { runWithin } from './guarded-context.js';
 import { SpanKind, type Attributes, type Telemetry } from './telemetry.js';
 
 /** What one add is, for its span: the operation, the queue (when one), attributes known before it runs. */
@@ -15,6 +16,11 @@ export interface AddDescription {
  * span's context as the jobs carry it (opts.telemetry.metadata), so each attempt's CONSUMER span
  * is its child, in whatever process runs it. `describeResult` adds what the add learned (the id).
  * Called only when a `telemetry` is given: without one, adds never come here.
+ *
+ * A Telemetry that throws before the add is sent rejects the add, nothing written. Once the add
+ * is sent, nothing it throws changes the add's answer: a caller told "failed" about jobs that were
+ * written would add them again. A Queue or a FlowProducer has no 'error' channel to report on, so
+ * those throws are dropped (the span may be left incomplete, or not exported).
  */
 export async function traceAdd<T>(
   telemetry: Telemetry, description: AddDescription, add: (metadata: string) => Promise<T>, describeResult?: (result: T) => Attributes,
@@ -23,6 +29,8 @@ export async function traceAdd<T>(
   const { operation, destination } = description;
   const active = contextManager.active();
   const span = tracer.startSpan(destination === undefined ? operation : `${operation} ${destination}`, { kind: SpanKind.PRODUCER }, active);
+  let context: unknown;
+  let metadata: string;
   try {
     span.setAttributes({
       [ATTRIBUTES.system]: MESSAGING_SYSTEM,
@@ -31,15 +39,31 @@ export async function traceAdd<T>(
       [ATTRIBUTES.destination]: destination,
       ...description.attributes,
     });
-    const context = span.setSpanOnContext(active);
-    const metadata = contextManager.getMetadata(context);
-    const result = await contextManager.with(context, () => add(metadata));
-    if (describeResult) span.setAttributes(describeResult(result));
-    return result;
+    context = span.setSpanOnContext(active);
+    metadata = contextManager.getMetadata(context);
   } catch (error) {
-    recordFailure(span, error);
+    ignoreThrow(() => span.end());
     throw error;
-  } finally {
-    span.end();
+  }
+  let result: T;
+  try {
+    // A contextManager.with that throws neither loses the add nor sends it twice (runWithin).
+    result = await runWithin(contextManager, context, () => add(metadata), () => undefined);
+  } catch (error) {
+    ignoreThrow(() => recordFailure(span, error));
+    ignoreThrow(() => span.end());
+    throw error;
+  }
+  if (describeResult) ignoreThrow(() => span.setAttributes(describeResult(result)));
+  ignoreThrow(() => span.end());
+  return result;
+}
+
+/** Runs a Telemetry call whose throw must not reach the caller (see traceAdd). */
+function ignoreThrow(call: () => void): void {
+  try {
+    call();
+  } catch {
+    // Dropped on purpose: no 'error' channel here, and the add's answer must stay the add's.
   }
 }

@@ -2,8 +2,9 @@ import { EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
 
 /**
- * The tracing a Queue, Worker or FlowProducer is given with `telemetry` (BullMQ's interface, member
- * for member, so an object built for BullMQ's `telemetry` option fits). The core never imports
+ * The tracing a Queue, Worker or FlowProducer is given with `telemetry`: BullMQ's interface in its
+ * `tracer` and `contextManager` members, so an object built for BullMQ's `telemetry` option fits
+ * (what else it carries, such as a meter, EchoMQ does not read). The core never imports
  * OpenTelemetry: `@echomq/nestjs/otel` provides `EchoMQOtel`, which implements this with
  * `@opentelemetry/api`. docs/observability.md, "OpenTelemetry".
  */
@@ -52,6 +53,13 @@ export interface ContextManager<Context = unknown> {
   getMetadata(context: Context): string;
   /** `activeContext` continued from a job's metadata. */
   fromMetadata(activeContext: Context, metadata: string): Context;
+  /**
+   * The empty context (OpenTelemetry's ROOT_CONTEXT). Optional, and EchoMQ's own (BullMQ's
+   * interface has none): a Worker starts its fetch loop, its sweeps and its sandboxes under it, so
+   * they carry no context of whoever called `run()`, and a job without a trace context starts a
+   * trace of its own. Without it they run under the context active when the Worker was made and run.
+   */
+  root?(): Context;
 }
 
 export type AttributeValue =
@@ -105,6 +113,10 @@ export function telemetryOf(value: unknown, field = 'telemetry'): Telemetry | un
         throw new EchoMQOptionError(`${field}.${part}.${method}`, `must be a function (a Telemetry has tracer.startSpan and contextManager.with, active, getMetadata, fromMetadata), got ${describe((holder as Record<string, unknown> | undefined)?.[method])}`);
       }
     }
+  }
+  const root = (value as { contextManager: Record<string, unknown> }).contextManager.root;
+  if (root !== undefined && typeof root !== 'function') {
+    throw new EchoMQOptionError(`${field}.contextManager.root`, `must be a function answering the empty context, or absent, got ${describe(root)}`);
   }
   return value as Telemetry;
 }

@@ -33,6 +33,8 @@ export interface LaneOwner {
   limits: WorkerLimits;
   lockManager: LockManager;
   processor: ProcessorFunction;
+  /** The processor runs a file in sandboxes (threads or processes), not a function in this process. */
+  sandboxed: boolean;
   runnerEvents: RunnerEvents;
   onProgress: JobContext['onProgress'];
   onSwept(lane: WorkerLane, result: SweepResult): void;
@@ -96,7 +98,7 @@ export class WorkerLane {
     this.finisher = new FinishBatcher(this.scripts, lockDuration, owner.limits, options.concurrency, owner.running);
     const spans = options.telemetry && new AttemptSpans(options.telemetry, {
       queueName: owner.queueName, partition: partitions === 1 ? undefined : index, workerId: owner.workerId, workerName: options.name,
-    }, owner.runnerEvents.error);
+    }, owner.runnerEvents.error, !owner.sandboxed);
     this.runner = new JobRunner(owner.processor, this.scripts, context, this.locks, lockDuration, this.finisher, owner.runnerEvents, this.schedulers,
       options.backoffStrategy, options.jobTimeout, { notices: this.notices }, spans);
     context.ownRun = (jobId, token) => this.runner.ownRun(jobId, token);

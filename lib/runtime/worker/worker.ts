@@ -28,6 +28,7 @@ import { assertCancelReason } from '../locks/job-cancelled-error.js';
 import { SandboxPool } from '../sandbox/sandbox-pool.js';
 import { CancelWatch } from './cancel-watch.js';
 import { EchoMQOptionError } from '../../protocol/errors.js';
+import { underRootContext } from '../telemetry/guarded-context.js';
 import { StallSpans } from '../telemetry/stall-spans.js';
 
 
@@ -138,11 +139,13 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (typeof processor === 'function') refuseSandboxOptions(opts);
     this.options = resolveWorkerOptions(opts);
     if (typeof processor !== 'function') {
-      this.sandbox = SandboxPool.open(processor, opts, {
+      // Under the empty context (with a telemetry that has one): the pool starts its sandboxes in
+      // the context it was made in, which their threads or processes then keep for their lives.
+      this.sandbox = underRootContext(this.options.telemetry, () => SandboxPool.open(processor, opts, {
         concurrency: this.options.concurrency,
         report: (error) => this.reportError(error),
         rateLimit: (ms) => this.rateLimit(ms),
-      });
+      }), (error) => this.reportError(error));
     }
     const { partitions } = this.options;
     assertPartitionedName(name, partitions);
@@ -157,7 +160,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.limits = new WorkerLimits(this.options, () => this.limitsChanged());
     const owner: LaneOwner = {
       workerId: this.id, queueName: name, partitions, client, blockingClient: this.blockingClient, options: this.options,
-      limits: this.limits, lockManager: this.lockManager, processor: this.sandbox?.processor ?? processor as ProcessorFunction,
+      limits: this.limits, lockManager: this.lockManager, processor: this.sandbox?.processor ?? processor as ProcessorFunction, sandboxed: this.sandbox !== undefined,
       runnerEvents: {
         active: (job) => this.emitSafely('active', job),
         completed: (job, result) => {
@@ -248,10 +251,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   run(): Promise<void> {
     if (this.state === 'created') {
       this.moveTo('running');
-      for (const lane of this.lanes) lane.sweeper.start();
-      this.loop = this.fetchLoop();
-      void this.announceReady();
-      void this.warnAboutRedis();
+      // Under the empty context (with a telemetry that has one): what the loop and the sweeps start
+      // is no child of whatever span was active where run() was called, and an attempt of a job
+      // that carries no trace context starts a trace of its own.
+      underRootContext(this.options.telemetry, () => {
+        for (const lane of this.lanes) lane.sweeper.start();
+        this.loop = this.fetchLoop();
+        void this.announceReady();
+        void this.warnAboutRedis();
+      }, (error) => this.reportError(error));
     }
     return this.closed();
   }
