@@ -14,6 +14,7 @@ import {
   WorkerOrchestrator, type Job, type Span, type Telemetry,
 } from '../lib/index.js';
 import { EchoMQOtel } from '../lib/integrations/otel/index.js';
+import { StallSpans } from '../lib/runtime/telemetry/stall-spans.js';
 import { startApp } from './support/nest.js';
 import { eventually, newClient, testConnection, uniqueQueueName } from './support/redis.js';
 
@@ -291,6 +292,36 @@ describe('OpenTelemetry: lock loss and stalls', () => {
     const recovered = spansOf(name, OtelSpanKind.CONSUMER).find((span) => span.attributes['echomq.attempt.outcome'] === 'completed')!;
     expect(recovered.attributes).toMatchObject({ 'echomq.job.fencing_number': 2, 'echomq.job.attempt': 1, 'echomq.job.stalled_count': 1 });
     expect(recovered.parentSpanContext?.spanId).toBe(idsOf(producer).spanId);
+  });
+});
+
+describe('OpenTelemetry: stall spans and a Telemetry that throws', () => {
+  it('a span whose attributes throw is ended and reported; the sweep\'s other stalls are still traced', async () => {
+    const name = uniqueQueueName('otel-stall-throw');
+    const base = new EchoMQOtel('stall-test');
+    let calls = 0;
+    const telemetry = {
+      ...base,
+      contextManager: base.contextManager,
+      tracer: {
+        startSpan: (...args: Parameters<typeof base.tracer.startSpan>) => {
+          const span = base.tracer.startSpan(...args);
+          if (calls++ > 0) return span;
+          return Object.assign(Object.create(span) as typeof span, {
+            setAttributes: () => { throw new Error('setAttributes broke'); },
+            end: () => span.end(),
+          });
+        },
+      },
+    } as unknown as ConstructorParameters<typeof StallSpans>[0];
+    const errors: Error[] = [];
+    const spans = new StallSpans(telemetry, client, name, (error) => errors.push(error));
+    await spans.record(new Keys(name), { movedToWait: [{ jobId: 'a', stalledCount: 1 }, { jobId: 'b', stalledCount: 1 }], movedToFailed: [] });
+    expect(errors.map((error) => error.message)).toEqual(['setAttributes broke']);
+    const ended = exporter.getFinishedSpans().filter((span) => span.name === `stalled ${name}`);
+    // Both spans ended: a's without its attributes (they threw), b's whole.
+    expect(ended).toHaveLength(2);
+    expect(ended.map((span) => span.attributes['messaging.message.id'])).toEqual([undefined, 'b']);
   });
 });
 

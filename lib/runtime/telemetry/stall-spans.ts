@@ -35,21 +35,33 @@ export class StallSpans {
       const replies = (await pipeline.exec()) ?? [];
       const { tracer, contextManager } = this.telemetry;
       moves.forEach(({ jobId, stalledCount, movedTo }, i) => {
-        const active = contextManager.active();
-        const metadata = metadataOf(replies[i]?.[1]);
-        const parent = metadata ? contextManager.fromMetadata(active, metadata) : active;
-        const span = tracer.startSpan(`stalled ${this.queueName}`, { kind: SpanKind.INTERNAL }, parent);
-        span.setAttributes({
-          [ATTRIBUTES.system]: MESSAGING_SYSTEM,
-          [ATTRIBUTES.destination]: this.queueName,
-          [ATTRIBUTES.partition]: partition === undefined ? undefined : String(partition),
-          [ATTRIBUTES.operationName]: 'stalled',
-          [ATTRIBUTES.messageId]: jobId,
-          [ATTRIBUTES.stalledCount]: stalledCount,
-          [ATTRIBUTES.movedTo]: movedTo,
-        });
-        span.addEvent(SPAN_EVENTS.stalled, { [ATTRIBUTES.stalledCount]: stalledCount, [ATTRIBUTES.movedTo]: movedTo });
-        span.end();
+        // Each job's span on its own: a Telemetry that throws loses that span (reported), not the
+        // rest of the sweep's, and a span it started is ended whatever throws after.
+        let span: ReturnType<Telemetry['tracer']['startSpan']> | undefined;
+        try {
+          const active = contextManager.active();
+          const metadata = metadataOf(replies[i]?.[1]);
+          const parent = metadata ? contextManager.fromMetadata(active, metadata) : active;
+          span = tracer.startSpan(`stalled ${this.queueName}`, { kind: SpanKind.INTERNAL }, parent);
+          span.setAttributes({
+            [ATTRIBUTES.system]: MESSAGING_SYSTEM,
+            [ATTRIBUTES.destination]: this.queueName,
+            [ATTRIBUTES.partition]: partition === undefined ? undefined : String(partition),
+            [ATTRIBUTES.operationName]: 'stalled',
+            [ATTRIBUTES.messageId]: jobId,
+            [ATTRIBUTES.stalledCount]: stalledCount,
+            [ATTRIBUTES.movedTo]: movedTo,
+          });
+          span.addEvent(SPAN_EVENTS.stalled, { [ATTRIBUTES.stalledCount]: stalledCount, [ATTRIBUTES.movedTo]: movedTo });
+        } catch (error) {
+          this.onError(error as Error);
+        } finally {
+          try {
+            span?.end();
+          } catch (error) {
+            this.onError(error as Error);
+          }
+        }
       });
     } catch (error) {
       this.onError(error as Error);
