@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { Keys } from '../lib/protocol/keys.js';
 import { firstPages, hscanNoValues, listChildren, queueFirstPages, scanPlan } from '../lib/runtime/flows/child-scan.js';
 import { parseRedisVersion } from '../lib/runtime/redis-health.js';
+import { FaultyProxy } from './support/faulty-proxy.js';
 import { eventually, newClient, redisUrl, singleNodeIt, testConnection, uniqueQueueName } from './support/redis.js';
 
 // FlowProducer.getFlow (docs/flows.md): a tree read back from Redis, its levels in other queues
@@ -247,6 +248,30 @@ describe('FlowProducer.getFlow', () => {
     expect(read.children).toHaveLength(5);
     // A step of 100 with values sends about 100 x 2 KB; 5 listed need 5 of them at most.
     expect(bytes).toBeLessThan(40 * 1024);
+  });
+
+  singleNodeIt('the NOVALUES check gives up on a server that does not answer (false, not kept): getFlow never waits on it', async () => {
+    const proxy = await FaultyProxy.start(redisUrl());
+    const client = new Redis(proxy.url);
+    closers.push(async () => {
+      client.disconnect();
+      await proxy.close();
+    });
+    await client.ping();
+    let infos = 0;
+    const realInfo = client.info.bind(client) as (...args: unknown[]) => Promise<string>;
+    // Counted: INFO server (the check's); ioredis's own ready check on a reconnect asks INFO with no section.
+    (client as unknown as { info: (...args: unknown[]) => Promise<string> }).info = (...args) => (args[0] === 'server' && infos++, realInfo(...args));
+    proxy.setMode('swallowReplies'); // INFO reaches Redis; its reply never comes back
+    const started = Date.now();
+    expect(await hscanNoValues(client)).toBe(false);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    proxy.setMode('pass');
+    proxy.cut(); // the swallowed replies' connection goes; ioredis reconnects
+    // Not kept: asked again (a second INFO), now answered by the server's version.
+    const version = parseRedisVersion(await realInfo('server'))!;
+    expect(await hscanNoValues(client)).toBe(version[0] > 7 || (version[0] === 7 && version[1] >= 4));
+    expect(infos).toBe(2);
   });
 
   singleNodeIt('reads on without NOVALUES when a server refuses it although the check said yes (a failover to an older node)', async () => {

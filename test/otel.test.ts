@@ -15,6 +15,7 @@ import {
 } from '../lib/index.js';
 import { EchoMQOtel } from '../lib/integrations/otel/index.js';
 import { StallSpans } from '../lib/runtime/telemetry/stall-spans.js';
+import { runWithin } from '../lib/runtime/telemetry/guarded-context.js';
 import { startApp } from './support/nest.js';
 import { eventually, newClient, testConnection, uniqueQueueName } from './support/redis.js';
 
@@ -295,6 +296,22 @@ describe('OpenTelemetry: lock loss and stalls', () => {
   });
 });
 
+describe('OpenTelemetry: runWithin runs the callback exactly once, whatever the ContextManager does', () => {
+  const manager = (withImpl: (fn: () => unknown) => unknown) => ({ active: () => undefined, with: (_c: unknown, fn: () => unknown) => withImpl(fn) }) as unknown as Parameters<typeof runWithin>[0];
+
+  it('a manager that calls back twice, or late, runs nothing more', async () => {
+    const errors: Error[] = [];
+    let runs = 0;
+    expect(runWithin(manager((fn) => { fn(); return fn(); }), undefined, () => ++runs, (e) => errors.push(e))).toBe(1);
+    expect(runs).toBe(1);
+    let late!: () => unknown;
+    expect(runWithin(manager((fn) => { late = fn; }), undefined, () => ++runs, (e) => errors.push(e))).toBe(2);
+    expect(() => late()).toThrow(/ran the same callback twice/);
+    expect(runs).toBe(2);
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/ran the same callback twice/)]);
+  });
+});
+
 describe('OpenTelemetry: stall spans and a Telemetry that throws', () => {
   it('a span whose attributes throw is ended and reported; the sweep\'s other stalls are still traced', async () => {
     const name = uniqueQueueName('otel-stall-throw');
@@ -533,7 +550,7 @@ describe('OpenTelemetry in Nest: the option reaches the workers (nestjs/bull#252
     };
     try {
       for (const [first, second, wording] of [
-        [{ telemetry: shared }, {}, /is registered with a telemetry and with no telemetry given/],
+        [{}, { telemetry: shared }, /is registered with no telemetry given \(the configuration's\) and with a telemetry/],
         [{ telemetry: null }, { telemetry: shared }, /is registered with telemetry: null \(none\) and with a telemetry/],
         [{ telemetry: shared }, { telemetry: new EchoMQOtel('shared') }, /is registered with a telemetry and with another telemetry object/],
       ] as Array<[object, object, RegExp]>) {
@@ -543,6 +560,9 @@ describe('OpenTelemetry in Nest: the option reaches the workers (nestjs/bull#252
         expect((refused as Error).message).toMatch(wording);
       }
       expect(await compile({ telemetry: shared }, { telemetry: shared })).toBeUndefined(); // the same instance is the same setting
+      // A registration that gives none has no say, before or after one that gives it (a name-only registerQueue in a consumer module).
+      expect(await compile({ telemetry: shared }, {})).toBeUndefined();
+      expect(await compile({}, {})).toBeUndefined();
     } finally {
       await connection.quit();
     }

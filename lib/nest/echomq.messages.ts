@@ -65,7 +65,7 @@ export const QUEUE_PARTITIONS_CONFLICT = (queue: string, first: number, second: 
 
 export const QUEUE_TELEMETRY_CONFLICT = (queue: string, first: string, second: string) =>
   `queue "${queue}" is registered with ${first} and with ${second}; the queue would take whichever module registered it first: ` +
-  'every registration of one queue gives the same (one instance, or null, or none)';
+  'registrations of one queue that give a telemetry give the same (one instance, or null); one that gives none takes what the queue has';
 
 export const SCHEDULER_NOT_ON_HANDLER = (processor: string, method: string, id: unknown) =>
   `EchoMQ: @JobScheduler(${JSON.stringify(id)}) is on ${processor}.${method}, which has no @Process, so no job of it would run there; ` +

@@ -37,7 +37,9 @@ export class QueueRegistry {
         throw new EchoMQOptionError('partitions', QUEUE_PARTITIONS_CONFLICT(name, existing.queue.partitions, partitions));
       }
       // Which of two differing settings the queue took would depend on which module ran first, too.
-      if (settings.telemetry !== existing.telemetry) {
+      // A registration that gives none has no say (the @nestjs/bullmq habit: a name-only
+      // registerQueue in each consumer module); one that gives what the queue already took agrees.
+      if (!this.telemetryAgrees(existing, settings.telemetry)) {
         const [first, second] = telemetryLabels(existing.telemetry, settings.telemetry);
         throw new EchoMQOptionError('telemetry', QUEUE_TELEMETRY_CONFLICT(name, first, second));
       }
@@ -53,6 +55,20 @@ export class QueueRegistry {
     });
     this.queues.set(name, { queue, configKey, telemetry: settings.telemetry });
     return queue;
+  }
+
+  /**
+   * Whether a later registration's `telemetry` says what the queue has: none given (no say), the
+   * same setting, or, after a first registration that gave none, the configuration's own (what the
+   * queue took). The registration then keeps the explicit one for its worker's precedence.
+   */
+  private telemetryAgrees(existing: QueueRegistration, telemetry: QueueSettings['telemetry']): boolean {
+    if (telemetry === undefined || telemetry === existing.telemetry) return true;
+    if (existing.telemetry !== undefined) return false;
+    const { options } = this.configs.get(existing.configKey, `queue "${existing.queue.name}"`);
+    if (telemetry !== (options.telemetry ?? null)) return false;
+    existing.telemetry = telemetry;
+    return true;
   }
 
   /** The registered queue `name`, if any. */

@@ -2,6 +2,7 @@ import type { ChainableCommander } from 'ioredis';
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { canNameJob } from '../queue/job.js';
+import { withinMs } from '../within-ms.js';
 import { redisAtLeast } from '../redis-health.js';
 import { parseJobKey } from './parent-notices.js';
 
@@ -64,9 +65,21 @@ const noValuesByClient = new WeakMap<RedisClient, Promise<boolean>>();
  */
 export function hscanNoValues(client: RedisClient): Promise<boolean> {
   let known = noValuesByClient.get(client);
-  if (!known) noValuesByClient.set(client, (known = redisAtLeast(client, NOVALUES_SINCE)));
+  if (!known) {
+    // Bounded: INFO goes to every master, and one frozen (stopped, cut off, in a long script) must not
+    // hold getFlow, which needs none of them but its own queues'. An answer that did not come is not
+    // kept: the next listing asks again.
+    known = withinMs(redisAtLeast(client, NOVALUES_SINCE), VERSION_CHECK_MS).then((answer) => {
+      if (answer === undefined) noValuesByClient.delete(client);
+      return answer ?? false;
+    });
+    noValuesByClient.set(client, known);
+  }
   return known;
 }
+
+/** How long the NOVALUES version check waits for every master's INFO. */
+const VERSION_CHECK_MS = 2000;
 
 /** Drops what hscanNoValues read of this connection: a server refused NOVALUES, so the next listing asks again. */
 export function forgetHscanNoValues(client: RedisClient): void {

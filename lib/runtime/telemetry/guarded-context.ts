@@ -9,7 +9,11 @@ import type { ContextManager, Telemetry } from './telemetry.js';
  */
 export function runWithin<T>(contextManager: ContextManager, context: unknown, fn: () => T, onError: (error: Error) => void): T {
   let outcome: { value: T } | { error: unknown } | undefined;
+  let started = false;
   const run = (): T => {
+    // Once: a manager that calls back twice, or late (after the fallback below ran fn), runs nothing more.
+    if (started) throw new Error('EchoMQ: a ContextManager ran the same callback twice; the second run was refused');
+    started = true;
     try {
       const value = fn();
       outcome = { value };
@@ -25,7 +29,12 @@ export function runWithin<T>(contextManager: ContextManager, context: unknown, f
     // fn's own throw, passed on by the manager, is fn's answer, not the manager's fault.
     if (!(outcome && 'error' in outcome && outcome.error === thrown)) onError(asError(thrown));
   }
-  if (outcome === undefined) return fn();
+  if (!started) {
+    started = true;
+    return fn();
+  }
+  // Started but not done: a manager that deferred the callback (it cannot be waited for here).
+  if (outcome === undefined) throw new Error('EchoMQ: a ContextManager deferred the callback it was given; it must run it before with() returns');
   if ('error' in outcome) throw outcome.error;
   return outcome.value;
 }
