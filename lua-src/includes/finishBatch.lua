@@ -1,6 +1,7 @@
 -- @include emitEvent
 -- @include deferred
 -- @include finishJob
+-- @include releaseFromActive
 -- @include promoteDelayed
 -- @include pickup
 -- finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive): the body of finishJobs-13 and
@@ -20,11 +21,77 @@
 -- (one ZADD and one HSET for all the call's notices, written before any pickup, as the deferred
 -- writes are).
 -- Returns { results, nextDelayedAt, rateLimitedForMs } (see finishJobs-13).
+
+-- trimPending(deferred, trims, setKey, prefix): runs the count rule gathered for setKey
+-- (finishBatchedJob) once for the call's finishes so far: one ZADD, ZCARD and ZPOPMIN, and the
+-- dropped jobs' hash, logs and lock go to the call's one DEL. Keeping the newest N after each of
+-- several adds leaves the same jobs as keeping the newest N once after all of them (a job dropped
+-- at some step has N newer ones that all stay). Shares the call's trimBudget (trimFinished, which
+-- finishJob includes).
+local function trimPending(deferred, trims, setKey, prefix)
+  local keepCount = trims[setKey]
+  if not keepCount then return end
+  trims[setKey] = nil
+  flushZadd(deferred, setKey)
+  if trimBudget <= 0 then return end
+  local extra = math.min(rcall("ZCARD", setKey) - keepCount, trimBudget)
+  if extra <= 0 then return end
+  local popped = rcall("ZPOPMIN", setKey, extra)
+  trimBudget = trimBudget - #popped / 2
+  local dels = deferred.dels
+  for j = 1, #popped, 2 do
+    local jobKey = prefix .. popped[j]
+    local n = #dels
+    dels[n + 1], dels[n + 2], dels[n + 3] = jobKey, jobKey .. ":logs", jobKey .. ":lock"
+  end
+end
+
+-- finishBatchedJob(keys, job, targetKey, prefix, now, deferred, trims): finishJob for a job of a
+-- batch without flows, with the two rules most queues set made one command per call instead of
+-- a few per job (finishJob itself is moveToFinished-14's, fixed):
+-- - removed now (keep count 0): no HSET of an outcome nobody reads, and the hash and logs go to
+--   the call's one DEL with the lock (the completed or failed event still carries the outcome);
+-- - a count alone (keep count > 0, no age): the job's ZADD is deferred and the count rule runs
+--   once per set and call (trimPending), before applyDeferred.
+-- Any other rule on a set with a pending count rule runs that trim first, so every rule applies
+-- to the jobs finished before it, in ARGV order, as one finish after another would.
+local function finishBatchedJob(keys, job, targetKey, prefix, now, deferred, trims)
+  local keepCount = job.keepCount
+  local countOnly = keepCount > 0 and job.keepAgeMs == 0
+  if keepCount ~= 0 and (not countOnly or (trims[targetKey] and trims[targetKey] ~= keepCount)) then
+    trimPending(deferred, trims, targetKey, prefix)
+  end
+  if keepCount ~= 0 and not countOnly then
+    return finishJob(keys, job, targetKey, prefix, now, false, deferred)
+  end
+  local code = releaseFromActive(job.key, job.lockKey, keys.active, job.id, job.token, deferred)
+  if code ~= 0 then return code end
+  if keepCount == 0 then
+    local dels = deferred.dels
+    dels[#dels + 1], dels[#dels + 2] = job.key, job.key .. ":logs"
+  elseif job.target == "completed" then
+    rcall("HSET", job.key, "finishedOn", now, "returnvalue", job.value)
+  else
+    rcall("HSET", job.key, "finishedOn", now, "failedReason", job.value, "stacktrace", job.stacktrace)
+  end
+  if job.target == "completed" then
+    emitEvent(keys.events, false, "completed", job.id, "returnvalue", job.value)
+  else
+    emitEvent(keys.events, false, "failed", job.id, "failedReason", job.value)
+  end
+  if countOnly then
+    deferZadd(deferred, targetKey, now, job.id)
+    trims[targetKey] = keepCount
+  end
+  return 0
+end
+
 local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive, flow)
   local prefix, now, maxEvents, lockDuration = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
   local limiterMax, limiterDuration = tonumber(ARGV[5]), ARGV[6]
 
   local finished = newDeferred()
+  local trims = {} -- set key -> the count rule its deferred ZADDs wait for (finishBatchedJob)
   local results, tokens, slots = {}, {}, {}
   local noticeScores, noticeData = {}, {}
   for i = firstJobArg, #ARGV, 9 do
@@ -40,7 +107,12 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
     local trimRule = flow and job.keepCount ~= 0 and (job.keepCount > 0 or job.keepAgeMs > 0)
       and { job.keepCount, job.keepAgeMs }
     if trimRule then job.keepCount, job.keepAgeMs = -1, 0 end
-    local code = finishJob(keys, job, targetKey, prefix, ARGV[i + 8], false, finished)
+    local code
+    if flow then
+      code = finishJob(keys, job, targetKey, prefix, ARGV[i + 8], false, finished)
+    else
+      code = finishBatchedJob(keys, job, targetKey, prefix, ARGV[i + 8], finished, trims)
+    end
     if flow and code == 0 then
       if job.keepCount == 0 then rcall("UNLINK", flow.keysOf(job.key)) end
       if trimRule then
@@ -61,6 +133,7 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
       slots[#slots + 1] = at + 2
     end
   end
+  for setKey in pairs(trims) do trimPending(finished, trims, setKey, prefix) end
   applyDeferred(keys.stalled, finished)
   if #noticeScores > 0 then
     rcall("ZADD", flow.notices, unpack(noticeScores))
