@@ -24,7 +24,7 @@
   ZADDs and the pops from wait are one command each per call (deferred.lua, takeNextJobs).
   Every job keeps its own lock check: one job's -6 changes nothing for the others. A job whose
   finish failed takes no next job.
-  Keep rules: a job removed now writes no outcome to its hash and its hash and logs join the
+  Keep rules: a job removed now writes no outcome nor atm to its hash, and its hash and logs join the
   call's one DEL; a count rule alone runs once per set and call (ZCARD, ZPOPMIN, one DEL), which
   leaves what one finish after another would (docs/protocol.md, Batches).
   The job's hash and lock keys are built from the prefix (like extendLocks-1 does): they carry

@@ -369,42 +369,60 @@ local function trimPending(deferred, trims, setKey, prefix)
   end
 end
 
+-- releaseToRemove(job, activeKey, deferred): releaseFromActive for a job its finish removes, with
+-- the same checks and codes in the same order, but no count of the attempt (HINCRBY atm) on a
+-- hash the call deletes. releaseFromActive itself is moveToFinished-14's (fixed).
+local function releaseToRemove(job, activeKey, deferred)
+  if rcall("EXISTS", job.key) == 0 then return -1 end
+  local holder = rcall("GET", job.lockKey)
+  if not holder then return -2 end
+  if holder ~= job.token then return -6 end
+  if rcall("LREM", activeKey, "-1", job.id) == 0 then return -3 end
+  deferred.dels[#deferred.dels + 1] = job.lockKey
+  deferred.unstall[#deferred.unstall + 1] = job.id
+  return 0
+end
+
 -- finishBatchedJob(keys, job, targetKey, prefix, now, deferred, trims): finishJob for a job of a
 -- batch without flows, with the two rules most queues set made one command per call instead of
 -- a few per job (finishJob itself is moveToFinished-14's, fixed):
--- - removed now (keep count 0): no HSET of an outcome nobody reads, and the hash and logs go to
---   the call's one DEL with the lock (the completed or failed event still carries the outcome);
+-- - removed now (keep count 0): no HSET of an outcome nobody reads nor HINCRBY of its attempts
+--   (releaseToRemove), and the hash and logs go to the call's one DEL with the lock (the
+--   completed or failed event still carries the outcome);
 -- - a count alone (keep count > 0, no age): the job's ZADD is deferred and the count rule runs
 --   once per set and call (trimPending), before applyDeferred.
--- Any other rule on a set with a pending count rule runs that trim first, so every rule applies
--- to the jobs finished before it, in ARGV order, as one finish after another would.
+-- Keep all is finishJob's deferred ZADD, written here too; an age rule goes through finishJob.
+-- Any other rule on a set with a pending count rule (keep all, an age, another count) runs that
+-- trim first, so every rule applies to the jobs finished before it, in ARGV order, as one finish
+-- after another would.
 local function finishBatchedJob(keys, job, targetKey, prefix, now, deferred, trims)
   local keepCount = job.keepCount
-  local countOnly = keepCount > 0 and job.keepAgeMs == 0
-  if keepCount ~= 0 and (not countOnly or (trims[targetKey] and trims[targetKey] ~= keepCount)) then
-    trimPending(deferred, trims, targetKey, prefix)
+  local removed = keepCount == 0
+  if not removed then
+    local pending = trims[targetKey]
+    if pending and (pending ~= keepCount or job.keepAgeMs > 0) then trimPending(deferred, trims, targetKey, prefix) end
+    if job.keepAgeMs > 0 then return finishJob(keys, job, targetKey, prefix, now, false, deferred) end
   end
-  if keepCount ~= 0 and not countOnly then
-    return finishJob(keys, job, targetKey, prefix, now, false, deferred)
-  end
-  local code = releaseFromActive(job.key, job.lockKey, keys.active, job.id, job.token, deferred)
-  if code ~= 0 then return code end
-  if keepCount == 0 then
-    local dels = deferred.dels
-    dels[#dels + 1], dels[#dels + 2] = job.key, job.key .. ":logs"
-  elseif job.target == "completed" then
-    rcall("HSET", job.key, "finishedOn", now, "returnvalue", job.value)
+  local code
+  if removed then
+    code = releaseToRemove(job, keys.active, deferred)
   else
-    rcall("HSET", job.key, "finishedOn", now, "failedReason", job.value, "stacktrace", job.stacktrace)
+    code = releaseFromActive(job.key, job.lockKey, keys.active, job.id, job.token, deferred)
   end
+  if code ~= 0 then return code end
   if job.target == "completed" then
+    if not removed then rcall("HSET", job.key, "finishedOn", now, "returnvalue", job.value) end
     emitEvent(keys.events, false, "completed", job.id, "returnvalue", job.value)
   else
+    if not removed then rcall("HSET", job.key, "finishedOn", now, "failedReason", job.value, "stacktrace", job.stacktrace) end
     emitEvent(keys.events, false, "failed", job.id, "failedReason", job.value)
   end
-  if countOnly then
+  if removed then
+    local dels = deferred.dels
+    dels[#dels + 1], dels[#dels + 2] = job.key, job.key .. ":logs"
+  else
     deferZadd(deferred, targetKey, now, job.id)
-    trims[targetKey] = keepCount
+    if keepCount > 0 then trims[targetKey] = keepCount end
   end
   return 0
 end

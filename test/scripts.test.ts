@@ -521,6 +521,24 @@ describe('finishJobs-13 (the batch form of moveToFinished-14)', () => {
     expect(Object.values(expected.jobs).filter((j) => (j as unknown[])[1] === 0).length).toBeGreaterThan(4);
   });
 
+  it('a job its finish would remove keeps every check: -1, -2, -6 and -3 change nothing', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts } = s;
+    const [a, b, c] = await activeJobs(s, 3);
+    await client.del(keys.lock(b.jobId));
+    await client.lrem(keys.active, 0, c.jobId);
+    const before = await snapshot(client, keys);
+    const remove = { keepCount: 0 };
+    const results = await scripts.finishJobs([
+      finish('nope', uuid(), remove), finish(a.jobId, uuid(), remove), finish(b.jobId, b.token, remove), finish(c.jobId, c.token, remove),
+    ], Date.now(), 20_000);
+    expect(results.map((r) => (r instanceof EchoMQError ? r.code : r))).toEqual([-1, -6, -2, -3]);
+    expect(await snapshot(client, keys)).toEqual(before);
+    const [done] = await scripts.finishJobs([finish(a.jobId, a.token, remove)], Date.now(), 20_000);
+    expect(done).not.toBeInstanceOf(Error);
+    expect(await client.exists(keys.job(a.jobId), keys.lock(a.jobId), keys.logs(a.jobId))).toBe(0);
+  });
+
   it('takes no next job while paused, and no more than the rate limit lets through', async () => {
     const s = scriptsFor(client);
     const [a, b] = await activeJobs(s, 2);
