@@ -539,6 +539,21 @@ describe('finishJobs-13 (the batch form of moveToFinished-14)', () => {
     expect(await client.exists(keys.job(a.jobId), keys.lock(a.jobId), keys.logs(a.jobId))).toBe(0);
   });
 
+  it("hands the next job's hash over whole (sent as one JSON string): non-ASCII, quotes, backslashes, control characters", async () => {
+    const s = scriptsFor(client);
+    const [a, b] = await activeJobs(s, 2);
+    const data = JSON.stringify({ s: 'héllo 日本 😀 "q" \\ / \n\t\u0001', n: 1.5e300 });
+    const name = 'ünï\u0000cødé "name"';
+    const { jobId } = await s.scripts.addJob(newJob({ name, data }));
+    const [taken, none] = await s.scripts.finishJobs([finish(a.jobId, a.token, next()), finish(b.jobId, b.token, next())], Date.now(), 20_000);
+    expect('job' in taken && taken.job?.id).toBe(jobId);
+    const fields = (taken as { job: { fields: string[] } }).job.fields;
+    expect(fields.slice(0, 4)).toEqual(['name', name, 'data', data]);
+    const record = Object.fromEntries(Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i], fields[2 * i + 1]]));
+    expect(record).toEqual(await client.hgetall(s.keys.job(jobId)));
+    expect('job' in none && none.job).toBeUndefined();
+  });
+
   it('takes no next job while paused, and no more than the rate limit lets through', async () => {
     const s = scriptsFor(client);
     const [a, b] = await activeJobs(s, 2);
