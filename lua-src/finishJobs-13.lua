@@ -16,7 +16,7 @@
   Returns { results, nextDelayedAt, rateLimitedForMs }. results holds three entries per job, in
       ARGV order: the finish's code (0 done; -1, -2, -6 or -3 as moveToFinished-14 answers them,
       and then that job is left as it was), the next job's id or 0, the next job's hash (flat,
-      ats and processedOn last) or {}. nextDelayedAt and rateLimitedForMs are those of the
+      ats and processedOn last, as one JSON string: cjson.encode of the array) or {}. nextDelayedAt and rateLimitedForMs are those of the
       pickups (0 when no job asked for a next one).
   Why a batch: at concurrency > 1 jobs finish in bursts; one call per burst saves a script call,
   a round trip's encoding and a socket write per job, on both sides. The delayed-job check and
@@ -24,6 +24,9 @@
   ZADDs and the pops from wait are one command each per call (deferred.lua, takeNextJobs).
   Every job keeps its own lock check: one job's -6 changes nothing for the others. A job whose
   finish failed takes no next job.
+  Keep rules: a job removed now writes no outcome nor atm to its hash, and its hash and logs join the
+  call's one DEL; a count rule alone runs once per set and call (ZCARD, ZPOPMIN, one DEL), which
+  leaves what one finish after another would (docs/protocol.md, Batches).
   The job's hash and lock keys are built from the prefix (like extendLocks-1 does): they carry
   the queue's {Q} hash tag, so they live in the slot of the declared KEYS.
 ]]

@@ -17,7 +17,7 @@
   Returns { results, nextDelayedAt, rateLimitedForMs }. results holds three entries per job, in
       ARGV order: the finish's code (0 done; -1, -2, -6 or -3 as moveToFinished-14 answers them,
       and then that job is left as it was), the next job's id or 0, the next job's hash (flat,
-      ats and processedOn last) or {}. nextDelayedAt and rateLimitedForMs are those of the
+      ats and processedOn last, as one JSON string: cjson.encode of the array) or {}. nextDelayedAt and rateLimitedForMs are those of the
       pickups (0 when no job asked for a next one).
   Why a batch: at concurrency > 1 jobs finish in bursts; one call per burst saves a script call,
   a round trip's encoding and a socket write per job, on both sides. The delayed-job check and
@@ -25,6 +25,9 @@
   ZADDs and the pops from wait are one command each per call (deferred.lua, takeNextJobs).
   Every job keeps its own lock check: one job's -6 changes nothing for the others. A job whose
   finish failed takes no next job.
+  Keep rules: a job removed now writes no outcome nor atm to its hash, and its hash and logs join the
+  call's one DEL; a count rule alone runs once per set and call (ZCARD, ZPOPMIN, one DEL), which
+  leaves what one finish after another would (docs/protocol.md, Batches).
   The job's hash and lock keys are built from the prefix (like extendLocks-1 does): they carry
   the queue's {Q} hash tag, so they live in the slot of the declared KEYS.
 ]]
@@ -352,11 +355,95 @@ end
 -- (one ZADD and one HSET for all the call's notices, written before any pickup, as the deferred
 -- writes are).
 -- Returns { results, nextDelayedAt, rateLimitedForMs } (see finishJobs-13).
+
+-- trimPending(deferred, trims, setKey, prefix): runs the count rule gathered for setKey
+-- (finishBatchedJob) once for the call's finishes so far: one ZADD, ZCARD and ZPOPMIN, and the
+-- dropped jobs' hash, logs and lock go to the call's one DEL. Keeping the newest N after each of
+-- several adds leaves the same jobs as keeping the newest N once after all of them (a job dropped
+-- at some step has N newer ones that all stay). Shares the call's trimBudget (trimFinished, which
+-- finishJob includes).
+local function trimPending(deferred, trims, setKey, prefix)
+  local keepCount = trims[setKey]
+  if not keepCount then return end
+  trims[setKey] = nil
+  flushZadd(deferred, setKey)
+  if trimBudget <= 0 then return end
+  local extra = math.min(rcall("ZCARD", setKey) - keepCount, trimBudget)
+  if extra <= 0 then return end
+  local popped = rcall("ZPOPMIN", setKey, extra)
+  trimBudget = trimBudget - #popped / 2
+  local dels = deferred.dels
+  for j = 1, #popped, 2 do
+    local jobKey = prefix .. popped[j]
+    local n = #dels
+    dels[n + 1], dels[n + 2], dels[n + 3] = jobKey, jobKey .. ":logs", jobKey .. ":lock"
+  end
+end
+
+-- releaseToRemove(job, activeKey, deferred): releaseFromActive for a job its finish removes, with
+-- the same checks and codes in the same order, but no count of the attempt (HINCRBY atm) on a
+-- hash the call deletes. releaseFromActive itself is moveToFinished-14's (fixed).
+local function releaseToRemove(job, activeKey, deferred)
+  if rcall("EXISTS", job.key) == 0 then return -1 end
+  local holder = rcall("GET", job.lockKey)
+  if not holder then return -2 end
+  if holder ~= job.token then return -6 end
+  if rcall("LREM", activeKey, "-1", job.id) == 0 then return -3 end
+  deferred.dels[#deferred.dels + 1] = job.lockKey
+  deferred.unstall[#deferred.unstall + 1] = job.id
+  return 0
+end
+
+-- finishBatchedJob(keys, job, targetKey, prefix, now, deferred, trims): finishJob for a job of a
+-- batch without flows, with the two rules most queues set made one command per call instead of
+-- a few per job (finishJob itself is moveToFinished-14's, fixed):
+-- - removed now (keep count 0): no HSET of an outcome nobody reads nor HINCRBY of its attempts
+--   (releaseToRemove), and the hash and logs go to the call's one DEL with the lock (the
+--   completed or failed event still carries the outcome);
+-- - a count alone (keep count > 0, no age): the job's ZADD is deferred and the count rule runs
+--   once per set and call (trimPending), before applyDeferred.
+-- Keep all is finishJob's deferred ZADD, written here too; an age rule goes through finishJob.
+-- Any other rule on a set with a pending count rule (keep all, an age, another count) runs that
+-- trim first, so every rule applies to the jobs finished before it, in ARGV order, as one finish
+-- after another would.
+local function finishBatchedJob(keys, job, targetKey, prefix, now, deferred, trims)
+  local keepCount = job.keepCount
+  local removed = keepCount == 0
+  if not removed then
+    local pending = trims[targetKey]
+    if pending and (pending ~= keepCount or job.keepAgeMs > 0) then trimPending(deferred, trims, targetKey, prefix) end
+    if job.keepAgeMs > 0 then return finishJob(keys, job, targetKey, prefix, now, false, deferred) end
+  end
+  local code
+  if removed then
+    code = releaseToRemove(job, keys.active, deferred)
+  else
+    code = releaseFromActive(job.key, job.lockKey, keys.active, job.id, job.token, deferred)
+  end
+  if code ~= 0 then return code end
+  if job.target == "completed" then
+    if not removed then rcall("HSET", job.key, "finishedOn", now, "returnvalue", job.value) end
+    emitEvent(keys.events, false, "completed", job.id, "returnvalue", job.value)
+  else
+    if not removed then rcall("HSET", job.key, "finishedOn", now, "failedReason", job.value, "stacktrace", job.stacktrace) end
+    emitEvent(keys.events, false, "failed", job.id, "failedReason", job.value)
+  end
+  if removed then
+    local dels = deferred.dels
+    dels[#dels + 1], dels[#dels + 2] = job.key, job.key .. ":logs"
+  else
+    deferZadd(deferred, targetKey, now, job.id)
+    if keepCount > 0 then trims[targetKey] = keepCount end
+  end
+  return 0
+end
+
 local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive, flow)
   local prefix, now, maxEvents, lockDuration = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
   local limiterMax, limiterDuration = tonumber(ARGV[5]), ARGV[6]
 
   local finished = newDeferred()
+  local trims = {} -- set key -> the count rule its deferred ZADDs wait for (finishBatchedJob)
   local results, tokens, slots = {}, {}, {}
   local noticeScores, noticeData = {}, {}
   for i = firstJobArg, #ARGV, 9 do
@@ -372,7 +459,12 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
     local trimRule = flow and job.keepCount ~= 0 and (job.keepCount > 0 or job.keepAgeMs > 0)
       and { job.keepCount, job.keepAgeMs }
     if trimRule then job.keepCount, job.keepAgeMs = -1, 0 end
-    local code = finishJob(keys, job, targetKey, prefix, ARGV[i + 8], false, finished)
+    local code
+    if flow then
+      code = finishJob(keys, job, targetKey, prefix, ARGV[i + 8], false, finished)
+    else
+      code = finishBatchedJob(keys, job, targetKey, prefix, ARGV[i + 8], finished, trims)
+    end
     if flow and code == 0 then
       if job.keepCount == 0 then rcall("UNLINK", flow.keysOf(job.key)) end
       if trimRule then
@@ -393,6 +485,7 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
       slots[#slots + 1] = at + 2
     end
   end
+  for setKey in pairs(trims) do trimPending(finished, trims, setKey, prefix) end
   applyDeferred(keys.stalled, finished)
   if #noticeScores > 0 then
     rcall("ZADD", flow.notices, unpack(noticeScores))
@@ -415,7 +508,10 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
       local taken
       taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
       for i, job in ipairs(taken) do
-        results[slots[i]], results[slots[i] + 1] = job[1], job[2]
+        -- The hash as one JSON string: Node decodes one reply string with JSON.parse instead of
+        -- every field and value as a reply string of its own (RESP decoding was the largest part of
+        -- a worker's CPU at concurrency 50).
+        results[slots[i]], results[slots[i] + 1] = job[1], cjson.encode(job[2])
       end
     end
   end

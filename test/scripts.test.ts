@@ -470,6 +470,90 @@ describe('finishJobs-13 (the batch form of moveToFinished-14)', () => {
     expect(await client.lrange(keys.wait, '0', '-1')).toEqual(['6', '5']);
   });
 
+  it('keep rules mixed in one call leave what one moveToFinished-14 after another leaves', async () => {
+    // Each job's rule, in call order: the count rule runs once per set and call, removed jobs go
+    // with the call's one DEL; any other rule on a set runs the pending count trim first.
+    const rules = [
+      { keepCount: 3 }, { keepCount: 3 }, { keepCount: 0 }, { keepCount: -1 }, { keepCount: 3 },
+      { keepCount: 1, outcome: 'failed' as const, value: 'boom', stacktrace: '[]' }, { keepCount: 0, outcome: 'failed' as const, value: 'x', stacktrace: '[]' },
+      { keepCount: 2 }, { keepCount: 2 }, { keepCount: 4 }, { keepCount: -1, keepAgeMs: 60_000 }, { keepCount: -1 },
+    ];
+    const base = Date.now();
+    const scores = [5, 1, 2, 9, 3, 4, 6, 8, 0, 7, 10, 11]; // finishedOn out of call order
+    /** A queue with three older completed jobs (hash and logs) and the rules' jobs active. */
+    const prepare = async () => {
+      const s = scriptsFor(client);
+      for (const [i, id] of ['old-a', 'old-b', 'old-c'].entries()) {
+        await client.zadd(s.keys.completed, base - 1000 + i, id);
+        await client.hset(s.keys.job(id), 'name', 'old');
+        await client.rpush(s.keys.logs(id), 'a line');
+      }
+      const jobs = await activeJobs(s, rules.length);
+      for (const { jobId } of jobs) await client.rpush(s.keys.logs(jobId), 'a line');
+      const finishes = jobs.map((j, i) => finish(j.jobId, j.token, { ...rules[i], timestamp: base + scores[i] }));
+      return { s, finishes };
+    };
+    /** What the finishes left: the sets with scores, and per job its hash's outcome, logs and lock. */
+    const state = async (s: ReturnType<typeof scriptsFor>) => {
+      const ids = ['old-a', 'old-b', 'old-c', ...Array.from({ length: rules.length }, (_, i) => String(i + 1))];
+      const jobs: Record<string, unknown> = {};
+      for (const id of ids) {
+        jobs[id] = [await client.hmget(s.keys.job(id), 'name', 'finishedOn', 'returnvalue', 'failedReason', 'atm'),
+          await client.exists(s.keys.logs(id)), await client.exists(s.keys.lock(id))];
+      }
+      return {
+        completed: await client.zrange(s.keys.completed, '0', '-1', 'WITHSCORES'),
+        failed: await client.zrange(s.keys.failed, '0', '-1', 'WITHSCORES'),
+        active: await client.lrange(s.keys.active, '0', '-1'),
+        events: (await client.xrange(s.keys.events, '-', '+')).map(([, f]) => f.join(' ')).filter((e) => !e.includes('added') && !e.includes('active')),
+        jobs,
+      };
+    };
+    const one = await prepare();
+    for (const f of one.finishes) await one.s.scripts.moveToFinished(f);
+    const batch = await prepare();
+    const results = await batch.s.scripts.finishJobs(batch.finishes, base, 20_000);
+    expect(results.every((r) => !(r instanceof Error))).toBe(true);
+    const expected = await state(one.s);
+    expect(await state(batch.s)).toEqual(expected);
+    // The case is not empty: some jobs were trimmed away, some removed at once, some kept.
+    expect(expected.completed.length / 2).toBe(5);
+    expect(Object.values(expected.jobs).filter((j) => (j as unknown[])[1] === 0).length).toBeGreaterThan(4);
+  });
+
+  it('a job its finish would remove keeps every check: -1, -2, -6 and -3 change nothing', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts } = s;
+    const [a, b, c] = await activeJobs(s, 3);
+    await client.del(keys.lock(b.jobId));
+    await client.lrem(keys.active, 0, c.jobId);
+    const before = await snapshot(client, keys);
+    const remove = { keepCount: 0 };
+    const results = await scripts.finishJobs([
+      finish('nope', uuid(), remove), finish(a.jobId, uuid(), remove), finish(b.jobId, b.token, remove), finish(c.jobId, c.token, remove),
+    ], Date.now(), 20_000);
+    expect(results.map((r) => (r instanceof EchoMQError ? r.code : r))).toEqual([-1, -6, -2, -3]);
+    expect(await snapshot(client, keys)).toEqual(before);
+    const [done] = await scripts.finishJobs([finish(a.jobId, a.token, remove)], Date.now(), 20_000);
+    expect(done).not.toBeInstanceOf(Error);
+    expect(await client.exists(keys.job(a.jobId), keys.lock(a.jobId), keys.logs(a.jobId))).toBe(0);
+  });
+
+  it("hands the next job's hash over whole (sent as one JSON string): non-ASCII, quotes, backslashes, control characters", async () => {
+    const s = scriptsFor(client);
+    const [a, b] = await activeJobs(s, 2);
+    const data = JSON.stringify({ s: 'héllo 日本 😀 "q" \\ / \n\t\u0001', n: 1.5e300 });
+    const name = 'ünï\u0000cødé "name"';
+    const { jobId } = await s.scripts.addJob(newJob({ name, data }));
+    const [taken, none] = await s.scripts.finishJobs([finish(a.jobId, a.token, next()), finish(b.jobId, b.token, next())], Date.now(), 20_000);
+    expect('job' in taken && taken.job?.id).toBe(jobId);
+    const fields = (taken as { job: { fields: string[] } }).job.fields;
+    expect(fields.slice(0, 4)).toEqual(['name', name, 'data', data]);
+    const record = Object.fromEntries(Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i], fields[2 * i + 1]]));
+    expect(record).toEqual(await client.hgetall(s.keys.job(jobId)));
+    expect('job' in none && none.job).toBeUndefined();
+  });
+
   it('takes no next job while paused, and no more than the rate limit lets through', async () => {
     const s = scriptsFor(client);
     const [a, b] = await activeJobs(s, 2);

@@ -323,7 +323,7 @@ export class Scripts {
     return finishes.map((f, i) => {
       const code = results[3 * i] as number;
       if (isErrorCode(code)) return new EchoMQError(code, f.jobId, script.fileName);
-      return parsePickup([results[3 * i + 1], results[3 * i + 2], nextDelayedAt, rateLimitedFor]);
+      return parsePickup([results[3 * i + 1], fieldsOf(results[3 * i + 2]), nextDelayedAt, rateLimitedFor]);
     });
   }
 
@@ -346,7 +346,7 @@ export class Scripts {
     return finishes.map((f, i) => {
       const code = results[3 * i] as number;
       if (isErrorCode(code)) return new EchoMQError(code, f.jobId, script.fileName);
-      return parsePickup([results[3 * i + 1], results[3 * i + 2], nextDelayedAt, rateLimitedFor]);
+      return parsePickup([results[3 * i + 1], fieldsOf(results[3 * i + 2]), nextDelayedAt, rateLimitedFor]);
     });
   }
 
@@ -534,6 +534,11 @@ function addedJob(jobId: string | number, outcome: number): AddedJob {
   const added: AddedJob = { jobId: String(jobId), created: outcome === 1 };
   if (outcome === 2) added.deduplicated = true;
   return added;
+}
+
+/** A batch finish's next job hash: the flat array as a JSON string (finishBatch.lua), or `{}` (no job). */
+function fieldsOf(reply: string | number | string[]): string[] {
+  return typeof reply === 'string' ? JSON.parse(reply) as string[] : reply as string[];
 }
 
 export function parsePickup(reply: unknown): Pickup {
