@@ -16,7 +16,8 @@
   Returns { results, nextDelayedAt, rateLimitedForMs }. results holds three entries per job, in
       ARGV order: the finish's code (0 done; -1, -2, -6 or -3 as moveToFinished-14 answers them,
       and then that job is left as it was), the next job's id or 0, the next job's hash (flat,
-      ats and processedOn last, as one JSON string: cjson.encode of the array) or {}. nextDelayedAt and rateLimitedForMs are those of the
+      ats and processedOn last: as one JSON string, cjson.encode of the array, when its fields and
+      values hold 2,048 bytes or less; else the flat array itself) or {}. nextDelayedAt and rateLimitedForMs are those of the
       pickups (0 when no job asked for a next one).
   Why a batch: at concurrency > 1 jobs finish in bursts; one call per burst saves a script call,
   a round trip's encoding and a socket write per job, on both sides. The delayed-job check and

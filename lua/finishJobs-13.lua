@@ -17,7 +17,8 @@
   Returns { results, nextDelayedAt, rateLimitedForMs }. results holds three entries per job, in
       ARGV order: the finish's code (0 done; -1, -2, -6 or -3 as moveToFinished-14 answers them,
       and then that job is left as it was), the next job's id or 0, the next job's hash (flat,
-      ats and processedOn last, as one JSON string: cjson.encode of the array) or {}. nextDelayedAt and rateLimitedForMs are those of the
+      ats and processedOn last: as one JSON string, cjson.encode of the array, when its fields and
+      values hold 2,048 bytes or less; else the flat array itself) or {}. nextDelayedAt and rateLimitedForMs are those of the
       pickups (0 when no job asked for a next one).
   Why a batch: at concurrency > 1 jobs finish in bursts; one call per burst saves a script call,
   a round trip's encoding and a socket write per job, on both sides. The delayed-job check and
@@ -362,6 +363,25 @@ end
 -- several adds leaves the same jobs as keeping the newest N once after all of them (a job dropped
 -- at some step has N newer ones that all stay). Shares the call's trimBudget (trimFinished, which
 -- finishJob includes).
+-- A fetch-next job's hash for the reply: a small one as one JSON string, so that Node decodes one
+-- reply string with JSON.parse instead of every field and value as a reply string of its own (RESP
+-- decoding was the largest part of a worker's CPU at concurrency 50); a big one (over
+-- JSON_REPLY_MAX_BYTES of fields and values) as the flat array, since cjson escapes every quote in
+-- Redis's one thread and the reply grows (a 13 KB job cost Redis 50-75% more encoded). The encode
+-- runs after the call's writes, so a failure falls back to the flat array instead of failing a
+-- call whose work is done. The runtime reads both shapes.
+local JSON_REPLY_MAX_BYTES = 2048
+local function encodedHash(hash)
+  local bytes = 0
+  for i = 1, #hash do
+    bytes = bytes + #hash[i]
+    if bytes > JSON_REPLY_MAX_BYTES then return hash end
+  end
+  local ok, encoded = pcall(cjson.encode, hash)
+  if ok then return encoded end
+  return hash
+end
+
 local function trimPending(deferred, trims, setKey, prefix)
   local keepCount = trims[setKey]
   if not keepCount then return end
@@ -508,10 +528,7 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
       local taken
       taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
       for i, job in ipairs(taken) do
-        -- The hash as one JSON string: Node decodes one reply string with JSON.parse instead of
-        -- every field and value as a reply string of its own (RESP decoding was the largest part of
-        -- a worker's CPU at concurrency 50).
-        results[slots[i]], results[slots[i] + 1] = job[1], cjson.encode(job[2])
+        results[slots[i]], results[slots[i] + 1] = job[1], encodedHash(job[2])
       end
     end
   end

@@ -554,6 +554,38 @@ describe('finishJobs-13 (the batch form of moveToFinished-14)', () => {
     expect('job' in none && none.job).toBeUndefined();
   });
 
+  it("sends a small next job's hash as one JSON string and a big one (over 2,048 bytes) as the flat array, both whole", async () => {
+    const s = scriptsFor(client);
+    const [a, b] = await activeJobs(s, 2);
+    // The raw replies, as Redis sent them: the shape is the script's choice, the decoded fields the same.
+    const replies: unknown[] = [];
+    const spy = new Proxy(client, {
+      get(target, property) {
+        if (property === 'evalsha' || property === 'eval') { // eval: the NOSCRIPT resend
+          return async (...args: unknown[]) => {
+            const reply = await (target[property] as (...a: unknown[]) => Promise<unknown>)(...args);
+            replies.push(reply);
+            return reply;
+          };
+        }
+        const value = Reflect.get(target, property) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const scripts = new Scripts(spy, s.keys, 1000);
+    const small = await s.scripts.addJob(newJob({ data: JSON.stringify({ s: 'small' }) }));
+    const big = await s.scripts.addJob(newJob({ data: JSON.stringify({ s: '"quoted" '.repeat(400) }) }));
+    const taken = await scripts.finishJobs([finish(a.jobId, a.token, next()), finish(b.jobId, b.token, next())], Date.now(), 20_000);
+    const [results] = replies.at(-1) as [unknown[]];
+    expect([typeof results[2], Array.isArray(results[5])]).toEqual(['string', true]);
+    for (const [i, id] of [[0, small.jobId], [1, big.jobId]] as const) {
+      const fields = (taken[i] as { job: { id: string; fields: string[] } }).job;
+      expect(fields.id).toBe(id);
+      const record = Object.fromEntries(Array.from({ length: fields.fields.length / 2 }, (_, j) => [fields.fields[2 * j], fields.fields[2 * j + 1]]));
+      expect(record).toEqual(await client.hgetall(s.keys.job(id)));
+    }
+  });
+
   it('takes no next job while paused, and no more than the rate limit lets through', async () => {
     const s = scriptsFor(client);
     const [a, b] = await activeJobs(s, 2);
