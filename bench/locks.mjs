@@ -9,6 +9,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Keys, LockManager, Queue } from '../dist/lib/index.js';
 import { Scripts } from '../dist/lib/internal.js';
+import { CallBatcher } from '../dist/lib/runtime/queue/call-batcher.js';
 import { startRedis } from '../test/support/redis-process.js';
 import { snapshot } from './redis-meter.mjs';
 import { percentile } from './stats.mjs';
@@ -119,6 +120,55 @@ function heapPerTrackedJob(client) {
   return median(runs);
 }
 
+const PENDING_ADDS = 20_000;
+const PAUSE_MS = 1_500;
+
+/**
+ * Heap bytes per pending add, two ways, each the median of three runs of 20,000:
+ * - the CallBatcher alone (its entry, the caller's promise and its resolve/reject), the calls made
+ *   in one turn and not yet sent, the item shared so only the batcher's part counts;
+ * - a whole Queue.add in flight: the Job, its data and options, the batcher's entry, the addJobs-9
+ *   call ioredis holds until Redis answers. Redis is held by CLIENT PAUSE (from another connection)
+ *   so that every add is sent and none answered while the heap is read.
+ */
+async function heapPerPendingAdd(url, admin) {
+  const batcherRuns = [];
+  const item = { name: 'pending', data: { i: 0 } };
+  for (let run = 0; run < 3; run++) {
+    let release;
+    const held = new Promise((resolve) => (release = resolve));
+    const batcher = new CallBatcher(async (batch) => { await held; return batch.map(() => 1); }, PENDING_ADDS + 1, () => false);
+    const before = heapUsed();
+    const calls = [];
+    for (let i = 0; i < PENDING_ADDS; i++) calls.push(batcher.submit(item));
+    batcherRuns.push((heapUsed() - before) / PENDING_ADDS);
+    release();
+    await Promise.all(calls);
+  }
+  const addRuns = [];
+  const connection = new Redis(url, { maxRetriesPerRequest: null });
+  const queue = new Queue(`bench-pending-${process.pid}`, { connection });
+  try {
+    await queue.add('warm', { i: -1 }); // loads the scripts; not counted
+    for (let run = 0; run < 3; run++) {
+      const before = heapUsed();
+      // CLIENT UNPAUSE would wait behind the pause too (Redis 7.0 holds every client): the pause
+      // is short and ends by itself.
+      await admin.client('PAUSE', String(PAUSE_MS), 'ALL');
+      const calls = [];
+      for (let i = 0; i < PENDING_ADDS; i++) calls.push(queue.add('pending', { i }));
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the batches leave the batcher for ioredis
+      addRuns.push((heapUsed() - before) / PENDING_ADDS);
+      await Promise.all(calls);
+      calls.length = 0;
+    }
+  } finally {
+    await queue.close();
+    connection.disconnect();
+  }
+  return { batcher: median(batcherRuns), add: median(addRuns) };
+}
+
 const BULK = 50_000;
 const ISOLATION_TICK_MS = 10;
 const IDLE_SAMPLES = 60;
@@ -201,7 +251,7 @@ function table(rows) {
 }
 
 /** The renewal cost table (extendLocks-1 against extendLock-2 per job) and the heap per tracked job. */
-async function costs(client, admin, port) {
+async function costs(client, admin, port, url) {
   if (!global.gc) console.warn('run with node --expose-gc for the heap figures');
   const rows = [];
   for (const n of SIZES) {
@@ -212,13 +262,15 @@ async function costs(client, admin, port) {
   console.log(table(rows));
   const heap = heapPerTrackedJob(client);
   console.log(`\nNode heap per tracked job (LockManager entry, its AbortController and signal): ${heap.toFixed(0)} bytes; timers per worker: 1`);
+  const pending = await heapPerPendingAdd(url, admin);
+  console.log(`Node heap per pending add, ${PENDING_ADDS.toLocaleString('en')} at once: ${pending.batcher.toFixed(0)} bytes in the CallBatcher (its entry and the caller's promise); ${pending.add.toFixed(0)} bytes for a whole Queue.add in flight (Job, data, the batcher's entry, the addJobs-9 call ioredis holds until Redis answers)`);
 }
 
 const redis = await startRedis();
 const client = new Redis(redis.url, { maxRetriesPerRequest: null });
 const admin = new Redis(redis.url);
 try {
-  if (process.argv[2] !== 'isolation') await costs(client, admin, redis.port);
+  if (process.argv[2] !== 'isolation') await costs(client, admin, redis.port, redis.url);
   printIsolation(await heartbeatBesideBulk(redis.url));
 } finally {
   client.disconnect();
