@@ -2,7 +2,7 @@ import { isErrorCode } from './codes.js';
 import { EchoMQError } from './errors.js';
 import type { Keys } from './keys.js';
 import type { RedisClient, ScriptArg } from './script.js';
-import { SCRIPTS, type Finish } from './scripts.js';
+import { SCRIPTS, type Finish, type NewJob } from './scripts.js';
 
 /** What a child asks of its parent when it fails for good (docs/flows.md): '' is BullMQ's default, the parent waits. */
 export type ParentPolicy = '' | 'fail' | 'ignore' | 'remove' | 'continue';
@@ -19,15 +19,8 @@ export interface FlowSpec {
 }
 
 /** One job as addFlowJobs-15 takes it: its id is always given (the producer makes one). */
-export interface FlowJobRecord {
+export interface FlowJobRecord extends Omit<NewJob, 'customId' | 'deduplication'> {
   id: string;
-  name: string;
-  data: string;
-  opts: string;
-  timestamp: number;
-  delay: number;
-  priority: number;
-  lifo: boolean;
   /** The parent's job key, its `{ id, queueKey }` JSON and the policy; all '' for a root. */
   parentKey: string;
   parentJson: string;

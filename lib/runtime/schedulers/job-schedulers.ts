@@ -12,17 +12,11 @@ import { parseRepeatOptions, type RepeatOptions, type Schedule } from './repeat-
 import { storedScheduler, type JobSchedulerTemplate } from './template.js';
 
 /** A job scheduler as getJobScheduler answers it (BullMQ's JobSchedulerJson). */
-export interface JobSchedulerJson<Data = unknown> {
+export interface JobSchedulerJson<Data = unknown> extends Omit<Schedule, 'immediately'> {
   /** The scheduler's id. */
   key: string;
   /** The name of the jobs it makes. */
   name: string;
-  pattern?: string;
-  tz?: string;
-  every?: number;
-  startDate?: number;
-  endDate?: number;
-  limit?: number;
   /** When its next job is due (ms). */
   next: number;
   /** The slot after next, whose job is made too (so that a worker lost at next's pickup delays no slot). */
