@@ -7,7 +7,7 @@ import { constants, cpus } from 'node:os';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-process.js';
 import { addBulk, addConcurrent, addOne } from './add-scenarios.mjs';
-import { processConcurrency1, processConcurrency50, processFourProcesses, processFourProcessesWithRetention, processWithRetention, RETENTIONS } from './process-scenarios.mjs';
+import { processConcurrency1, processConcurrency1Prefetch, processConcurrency50, processFourProcesses, processFourProcessesWithRetention, processWithRetention, RETENTIONS } from './process-scenarios.mjs';
 import { addToStart, delayedFiring, schedulerFiring } from './latency-scenarios.mjs';
 import { CheckFailed } from './measure.mjs';
 import { flow } from './flow-scenario.mjs';
@@ -21,7 +21,7 @@ const SIZES = {
   full: { rounds: 5, addOne: 5000, addConcurrent: 20000, addBulk: 50000, process1: 10000, process50: 30000, processes4: 30000, latency: 1000, delayed: 300, scheduler: 100, partitions: 30000, sandboxed: 30000, flows: 30 },
 };
 /** The default set: EchoMQ against BullMQ on one redis-server. */
-const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, processConcurrency50, processFourProcesses, ...processWithRetention, ...processFourProcessesWithRetention, addToStart, delayedFiring, schedulerFiring, sandboxedThreads, sandboxedProcesses, flow];
+const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, processConcurrency50, processFourProcesses, ...processWithRetention, ...processFourProcessesWithRetention, ...processConcurrency1Prefetch, addToStart, delayedFiring, schedulerFiring, sandboxedThreads, sandboxedProcesses, flow];
 /**
  * Opt-in, run only when --only names them: each starts a Redis Cluster of its own (three
  * redis-servers more on a 2-core machine, and a minute or more), and compares EchoMQ with itself.

@@ -16,8 +16,9 @@ const echomq = {
   id: 'echomq',
   name: 'EchoMQ',
   queue: (name, url) => new EchoQueue(name, { connection: connectionOf(url) }),
-  worker: (name, url, processor, concurrency) =>
-    new EchoWorker(name, processor, { connection: connectionOf(url), concurrency, autorun: false }),
+  /** `prefetch`: EchoMQ's own option (docs/prefetch.md); BullMQ has none and ignores it. */
+  worker: (name, url, processor, concurrency, prefetch) =>
+    new EchoWorker(name, processor, { connection: connectionOf(url), concurrency, ...(prefetch ? { prefetch } : {}), autorun: false }),
   /** A worker whose handler is the default export of `file`, run in worker threads or child processes. */
   sandboxWorker: (name, url, file, concurrency, useWorkerThreads) =>
     new EchoWorker(name, file, { connection: connectionOf(url), concurrency, useWorkerThreads, autorun: false }),

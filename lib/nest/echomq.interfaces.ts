@@ -12,7 +12,7 @@ import type { Telemetry } from '../runtime/telemetry/telemetry.js';
  * `metrics` turns on the per-minute counts queue.getMetrics reads (docs/observability.md).
  */
 export type WorkerDefaults = Pick<WorkerOptions,
-  'concurrency' | 'lockDuration' | 'lockRenewTime' | 'stalledInterval' | 'maxStalledCount' |
+  'concurrency' | 'prefetch' | 'lockDuration' | 'lockRenewTime' | 'stalledInterval' | 'maxStalledCount' |
   'drainDelay' | 'limiter' | 'heartbeatLateThreshold' | 'maxEvents' | 'closeTimeout' | 'partitionConcurrency' | 'settings' | 'jobTimeout' |
   'metrics'> & {
   /**

@@ -176,6 +176,14 @@ export interface WorkerOptions {
   partitionConcurrency?: number;
   /** Jobs processed at once. Default 1. */
   concurrency?: number;
+  /**
+   * Jobs held locked beyond `concurrency`, each ready to start the moment a handler ends (ours;
+   * BullMQ has none): the next job's pickup then overlaps the last one's run. At most `concurrency`
+   * handlers still run at once. A held job is active in Redis, renewed by the heartbeat and given
+   * back to wait, unstarted, when the worker closes. For many short jobs; docs/prefetch.md says
+   * what it changes. Default 0.
+   */
+  prefetch?: number;
   /** Lock TTL in ms. Default 30,000. */
   lockDuration?: number;
   /** Heartbeat interval in ms; below lockDuration. Default lockDuration / 2. */
@@ -277,6 +285,8 @@ export interface ResolvedWorkerOptions {
   partitions: number;
   partitionConcurrency: number;
   concurrency: number;
+  /** Jobs held beyond concurrency (0: none). */
+  prefetch: number;
   lockDuration: number;
   lockRenewTime: number;
   /** True when lockRenewTime came from unsafeLockRenewTime (locks may lapse on purpose). */
@@ -329,6 +339,7 @@ export function resolveWorkerOptions(opts: WorkerOptions = {}): ResolvedWorkerOp
     partitions: resolvePartitions(opts.partitions),
     partitionConcurrency: partitionConcurrencyOf(opts),
     concurrency: positiveInt(opts.concurrency, 'concurrency', DEFAULTS.concurrency),
+    prefetch: nonNegativeInt(opts.prefetch, 'prefetch', 0),
     lockDuration,
     lockRenewTime,
     lockRenewUnsafe,

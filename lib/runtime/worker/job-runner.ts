@@ -20,6 +20,7 @@ import type { SchedulerChain } from '../schedulers/scheduler-chain.js';
 import type { ParentNotices } from '../flows/parent-notices.js';
 import type { ParentPolicy } from '../../protocol/flow-scripts.js';
 import type { AttemptSpan, AttemptSpans } from '../telemetry/attempt-spans.js';
+import type { RunSlots } from './run-slots.js';
 
 /** How a lane finishes the jobs of flows (a child, or a parent with flow keys): finishFlowJobs-15 (FinishBatcher.finishFlow), then the notice to the parent. */
 export interface FlowFinishing {
@@ -109,6 +110,8 @@ export class JobRunner {
     private readonly flows?: FlowFinishing,
     /** With the worker's `telemetry`: a span per attempt. Without it, none is made. */
     private readonly spans?: AttemptSpans,
+    /** With the worker's `prefetch`: a job held ahead waits here for a handler to end. Without it, none waits. */
+    private readonly slots?: RunSlots,
   ) {
     this.handovers = new HandoverRecovery(context.client, context.keys);
   }
@@ -140,13 +143,19 @@ export class JobRunner {
       const started = await this.startScheduled(job, lock, active, attempt);
       if (!started) return undefined;
     }
+    // Prefetch: a job held ahead starts once a handler ended; the worker's close gives it back unstarted.
+    const slot = this.slots ? await this.slots.take(lock) : undefined;
+    if (slot === 'closing') return this.giveBack(job, lock, attempt);
     this.events.active(job);
 
     let result: unknown;
     // A parent a child failed with failParentOnFailure while it was not waiting (cfr): it fails
     // now, for good, without its handler.
     let failure: Error | undefined = corrupt ?? (flowLink?.childFailed !== undefined ? new UnrecoverableError(flowLink.childFailed) : undefined);
-    if (!failure && !lock.interruption) {
+    // A job that waited for its slot may have lost its lock meanwhile: it does not start then.
+    const startable = slot === undefined || (slot === 'slot' && lock.held && !lock.abortReason);
+    if (slot === 'slot' && !startable) this.slots?.give();
+    if (!failure && !lock.interruption && startable) {
       const timeout = job.opts.timeout ?? this.jobTimeout;
       // A timer only for a job with a timeout: the others pay nothing for the feature.
       const timer = timeout === undefined ? undefined : setTimeout(() => lock.interrupt(new JobTimeoutError(job.id, timeout)), timeout);
@@ -161,7 +170,10 @@ export class JobRunner {
         failure = error instanceof Error ? error : new Error(String(error));
       } finally {
         if (timer) clearTimeout(timer);
+        if (slot === 'slot') this.slots?.give();
       }
+    } else if (slot === 'slot' && startable) {
+      this.slots?.give();
     }
 
     const movedTo = this.movedAway.get(lock);
@@ -189,13 +201,18 @@ export class JobRunner {
     try {
       return await this.settle(job, lock, result, failure, fetchNext, attempt);
     } catch (error) {
-      const lost = error instanceof EchoMQError || error instanceof LockLostError;
-      lock.release('lost');
-      attempt?.end(lost ? 'lost' : 'error', error);
-      if (lost) this.events.lockLost(job, error as Error);
-      else this.events.error(error as Error);
-      return undefined;
+      return this.releaseFailed(job, lock, error, attempt);
     }
+  }
+
+  /** The release did not land (a lock found lost, or Redis gone past the retries): the job is not this worker's any more. */
+  private releaseFailed(job: Job, lock: JobLock, error: unknown, attempt: AttemptSpan | undefined): undefined {
+    const lost = error instanceof EchoMQError || error instanceof LockLostError;
+    lock.release('lost');
+    attempt?.end(lost ? 'lost' : 'error', error);
+    if (lost) this.events.lockLost(job, error as Error);
+    else this.events.error(error as Error);
+    return undefined;
   }
 
   /**
@@ -339,6 +356,22 @@ export class JobRunner {
    * The handler threw RateLimitError: the job goes back to wait, next in line, its attempt not
    * counted (atm unchanged, no failedReason, no 'failed' event). No fetch-next: the queue is limited.
    */
+  /**
+   * A job held ahead (prefetch) that had not started when the worker began to close: back to wait,
+   * taken next, its attempt not counted (moveJobFromActiveToWait-11, lock checked, as for a
+   * RateLimitError). If that does not land, its lock lapses and the stalled sweep gives it back.
+   */
+  private async giveBack(job: Job, lock: JobLock, attempt: AttemptSpan | undefined): Promise<undefined> {
+    lock.beginRelease();
+    try {
+      await this.requeue(job, lock);
+      attempt?.end('requeued');
+      return undefined;
+    } catch (error) {
+      return this.releaseFailed(job, lock, error, attempt);
+    }
+  }
+
   private async requeue(job: Job, lock: JobLock): Promise<undefined> {
     const release: Release = { outcome: 'requeued', attemptsMade: job.attemptsMade, mayRemove: false };
     await this.withRetries(job, lock, () => this.scripts.moveJobFromActiveToWait(job.id, lock.token), release);

@@ -8,6 +8,7 @@ import type { JobContext } from '../queue/job.js';
 import { JobRunner, type ProcessorFunction, type RunnerEvents } from './job-runner.js';
 import type { LockManager, WorkerLocks } from '../locks/lock-manager.js';
 import type { ResolvedWorkerOptions } from '../options.js';
+import type { RunSlots } from './run-slots.js';
 import { StalledSweeper } from './stalled-sweeper.js';
 import { publishWake } from '../wake-channel.js';
 import { SchedulerScripts } from '../../protocol/scheduler-scripts.js';
@@ -40,6 +41,10 @@ export interface LaneOwner {
   onSwept(lane: WorkerLane, result: SweepResult): void;
   onSweepError(error: Error): void;
   running(): number;
+  /** Jobs the worker holds at most (concurrency + prefetch). */
+  holds: number;
+  /** With prefetch: where a job held ahead waits for a handler to end. */
+  slots?: RunSlots;
 }
 
 /**
@@ -95,12 +100,12 @@ export class WorkerLane {
     const control = new JobControlScripts(client, this.keys, options.maxEvents);
     const flows = new FlowScripts(client, this.keys, options.maxEvents);
     const context: JobContext = { queueName: owner.queueName, keys: this.keys, scripts: this.scripts, control, flows, maxEvents: options.maxEvents, client, wake, onProgress: owner.onProgress };
-    this.finisher = new FinishBatcher(this.scripts, lockDuration, owner.limits, options.concurrency, owner.running);
+    this.finisher = new FinishBatcher(this.scripts, lockDuration, owner.limits, owner.holds, owner.running);
     const spans = options.telemetry && new AttemptSpans(options.telemetry, {
       queueName: owner.queueName, partition: partitions === 1 ? undefined : index, workerId: owner.workerId, workerName: options.name,
     }, owner.runnerEvents.error, !owner.sandboxed);
     this.runner = new JobRunner(owner.processor, this.scripts, context, this.locks, lockDuration, this.finisher, owner.runnerEvents, this.schedulers,
-      options.backoffStrategy, options.jobTimeout, { notices: this.notices }, spans);
+      options.backoffStrategy, options.jobTimeout, { notices: this.notices }, spans, owner.slots);
     context.ownRun = (jobId, token) => this.runner.ownRun(jobId, token);
     registerRunner(this.runner);
   }

@@ -16,6 +16,7 @@ import { partitionCountError } from '../queue/partition-count.js';
 import { PartitionFetcher } from './partition-fetcher.js';
 import { PartitionWaker } from './partition-waker.js';
 import { evictionPolicyWarning, PARTITIONS_NEED, redisVersionError } from '../redis-health.js';
+import { RunSlots } from './run-slots.js';
 import { Sleeper } from '../sleeper.js';
 import { redisSilentFor } from './redis-silence.js';
 import { WorkerLane, type LaneOwner } from './worker-lane.js';
@@ -114,6 +115,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
    * a transition, a slot freed, close(true).
    */
   private readonly sleeper = new Sleeper();
+  /** Jobs this worker holds at most: concurrency, plus prefetch. */
+  private readonly holds: number;
+  /** With prefetch: where a job held ahead waits for a handler to end (docs/prefetch.md). */
+  private readonly slots?: RunSlots;
   private running = 0;
   /** A moveToActive is in flight: a job it takes will run, so pause() waits for it too. */
   private fetching = false;
@@ -138,6 +143,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     assertQueueName(name);
     if (typeof processor === 'function') refuseSandboxOptions(opts);
     this.options = resolveWorkerOptions(opts);
+    const { concurrency, prefetch } = this.options;
+    this.holds = concurrency + prefetch;
+    if (prefetch > 0) this.slots = new RunSlots(concurrency);
     if (typeof processor !== 'function') {
       // Under the empty context (with a telemetry that has one): the pool starts its sandboxes in
       // the context it was made in, which their threads or processes then keep for their lives.
@@ -187,6 +195,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       },
       onSweepError: (error) => this.reportError(error),
       running: () => this.running,
+      holds: this.holds,
+      slots: this.slots,
     };
     try {
       for (let i = 0; i < partitions; i++) this.lanes.push(new WorkerLane(owner, i, this.lanes[0]));
@@ -201,7 +211,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (partitions === 1) {
       this.source = new SingleLaneSource(this.lanes[0]);
     } else {
-      const fetcher = new PartitionFetcher(this.lanes, this.options.drainDelay * 1000, this.options.partitionConcurrency, this.options.concurrency);
+      const fetcher = new PartitionFetcher(this.lanes, this.options.drainDelay * 1000, this.options.partitionConcurrency, this.holds);
       this.partitionFetcher = fetcher;
       this.source = fetcher;
       this.waker = new PartitionWaker(opts.connection, this.lanes.map((lane) => lane.keys.wake), (i) => fetcher.wake(i), () => fetcher.wakeAll());
@@ -209,7 +219,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (this.options.metrics) {
       this.metrics = new MetricsRecorder(client, this.lanes[0].keys, this.options.metrics.maxDataPoints, (error) => this.reportError(error));
     }
-    const { concurrency, lockRenewTime } = this.options;
+    const { lockRenewTime } = this.options;
     // queue.cancelJob from any process: the heartbeat's read of the `cancels` counter tells it.
     const cancels = new CancelWatch(this.lanes.map((lane) => lane.locks), (error) => this.reportError(error));
     this.presence = new WorkerPresence(client, this.lanes[0].keys, { id: this.id, name: this.options.name, concurrency, lockRenewTime }, () => this.running, this.limits,
@@ -370,6 +380,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   /** The orderly close: each step may wait on Redis, which is why shutdown() bounds it. */
   private async drain(started: boolean): Promise<void> {
     for (const lane of this.lanes) lane.finisher.flush(); // finishes of this turn go now, not after the connection closed
+    // Jobs held ahead that have not started go back to wait; close(true) gives them up as it gives up the running ones.
+    if (!this.forced) this.slots?.close();
     this.source.interrupt();
     if (this.forced) this.giveUpJobs(this.forcedCloseReason());
     this.closeStep = 'the fetch loop (its moveToActive call)';
@@ -466,7 +478,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (!(await this.preflight())) return;
     let failures = 0;
     while (this.isRunning()) {
-      if (this.state === 'paused' || this.running >= this.options.concurrency) {
+      if (this.state === 'paused' || this.running >= this.holds) {
         await this.sleeper.sleep(Infinity); // until resumed, a slot is freed, or the worker closes
         continue;
       }

@@ -1,0 +1,66 @@
+import type { JobLock } from '../locks/worker-locks.js';
+
+/** What a job held ahead got from its wait: a slot, the lock's abort (no slot taken), or the worker's close (none either). */
+export type SlotOutcome = 'slot' | 'aborted' | 'closing';
+
+/**
+ * A worker with `prefetch` (docs/prefetch.md) holds up to concurrency + prefetch jobs locked, but
+ * runs at most `concurrency` handlers: a job it holds ahead waits here, first come first served,
+ * until a handler ends. Made only when prefetch is set: a worker without it never waits here.
+ */
+export class RunSlots {
+  private free: number;
+  private closed = false;
+  private readonly waiting: Array<(outcome: SlotOutcome) => void> = [];
+
+  constructor(size: number) {
+    this.free = size;
+  }
+
+  /**
+   * A slot for the run `lock` holds: 'slot' (give() it back when the handler ended), 'aborted'
+   * when the lock's signal aborted first (the lock lost, the job cancelled, close(true)), or
+   * 'closing' when the worker began to close first: a job that has not started is given back then.
+   */
+  take(lock: JobLock): SlotOutcome | Promise<SlotOutcome> {
+    if (this.closed) return 'closing';
+    if (this.free > 0 && this.waiting.length === 0) {
+      this.free--;
+      return 'slot';
+    }
+    // The signal (an AbortController made on first read) only for a run that has to wait.
+    const signal = lock.signal;
+    if (signal.aborted) return 'aborted';
+    return new Promise<SlotOutcome>((resolve) => {
+      const settle = (outcome: SlotOutcome) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(outcome);
+      };
+      const onAbort = () => {
+        const at = this.waiting.indexOf(settle);
+        if (at >= 0) this.waiting.splice(at, 1);
+        resolve('aborted');
+      };
+      this.waiting.push(settle);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** A handler ended: its slot goes to the job that waited longest, or back to the free ones. */
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next('slot');
+    else this.free++;
+  }
+
+  /** The worker is closing: the jobs waiting (and any that comes later) get 'closing', not a slot. */
+  close(): void {
+    this.closed = true;
+    for (const settle of this.waiting.splice(0)) settle('closing');
+  }
+
+  /** How many runs wait for a slot (internal: for tests). */
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+}
