@@ -30,6 +30,15 @@ export async function killHolder(ctx) {
   await ctx.fleet.spawnWorker();
 }
 
+/** An orderly close of a worker holding jobs (SIGTERM: worker.close()), then a fresh worker in its place. */
+export async function closeHolder(ctx) {
+  const victim = await waitForHolder(ctx.fleet);
+  if (!victim) return;
+  ctx.faults.push({ kind: 'close', worker: victim.name, at: Date.now() });
+  await ctx.fleet.close(victim);
+  await ctx.fleet.spawnWorker();
+}
+
 /** SIGSTOP of a worker holding jobs for `ms` (longer than lockDuration), then SIGCONT. */
 export async function pauseHolder(ctx, ms) {
   const victim = await waitForHolder(ctx.fleet);

@@ -49,6 +49,13 @@ export class Fleet {
     await member.exited;
   }
 
+  /** SIGTERM: the process closes its Workers (close(): running jobs end, held ones go back) and exits. */
+  async close(member) {
+    if (member.stopped) this.resume(member);
+    member.child.kill('SIGTERM');
+    await member.exited;
+  }
+
   /** SIGSTOP: the process freezes, timers and sockets included, as in a long GC pause. */
   pause(member) {
     member.stopped = true;

@@ -35,7 +35,7 @@ export async function runScenario(scenario, profile, libPath) {
     waitReady: (member) => waitForReady(member),
     worker: {
       libPath, redisUrl: redis.url, queue: queueName, sinkKey: `chaos:{${queueName}}:sink`, watchCancels: scenario.cancels !== undefined,
-      workerOptions: { concurrency: profile.concurrency, drainDelay: 1, maxStalledCount: 1000, partitions, ...TIMING },
+      workerOptions: { concurrency: profile.concurrency, drainDelay: 1, maxStalledCount: 1000, partitions, ...TIMING, ...scenario.workerOptions },
     },
   });
   const forget = onInterrupt(async () => {
@@ -60,6 +60,14 @@ export async function runScenario(scenario, profile, libPath) {
       scenario: scenario.name,
       ...checkScenario({ ids: ids.map((j) => j.id), ...state, records, faults: ctx.faults, crashes: fleet.crashes(), timing: TIMING, movedRuns: movedRuns(records, events), cancelled }),
     };
+    // Held jobs a closing worker gave back unstarted (prefetch): their `left` records, never started.
+    if (scenario.workerOptions?.prefetch) {
+      const givenBack = records.filter((r) => r.type === 'left' && r.reason === 'requeued');
+      const started = new Set(records.filter((r) => r.type === 'start').map((r) => `${r.id}#${r.ats}`));
+      row.givenBack = givenBack.length;
+      // A held job given back must never have started (its handler run, then the job handed on).
+      row.givenBackAfterStart = givenBack.filter((r) => started.has(`${r.id}#${r.ats}`)).length;
+    }
     if (scenario.cancels) {
       if (process.env.CHAOS_KEEP) {
         writeFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');

@@ -1,7 +1,7 @@
 // The scenarios (one fault each, and all mixed) and the two profiles: `ci` runs inside npm test,
 // `full` is what `npm run chaos` runs by default.
 import { cancelAround } from './cancels.mjs';
-import { killAroundMoves, killAtSlotBoundaries, killConnections, killHolder, killQueueMaster, pauseHolder, restartRedis, sleep } from './faults.mjs';
+import { closeHolder, killAroundMoves, killAtSlotBoundaries, killConnections, killHolder, killQueueMaster, pauseHolder, restartRedis, sleep } from './faults.mjs';
 
 /** Lock timings shared by both profiles: short, so that lapses and sweeps happen within seconds. */
 export const TIMING = { lockDuration: 2000, lockRenewTime: 1000, stalledInterval: 1500 };
@@ -78,6 +78,18 @@ export const SCENARIOS = [
     // before the handler could end; a job that completes anyway was missed, not late.
     cancels: { workMs: 4000, delayMs: [500, 2000] },
     inject: (ctx, p) => cancelAround(ctx, { windowMs: 2500, minReady: p.workers, lockDuration: TIMING.lockDuration }),
+  },
+  // Workers with prefetch (docs/prefetch.md): one handler each and two more jobs held locked, not
+  // started. Holders are killed -9 (held jobs lapse and are swept back like running ones) and
+  // closed in order (running jobs end, held ones go back to wait unstarted by
+  // moveJobFromActiveToWait-11), each replaced at once. `givenBack` counts the held jobs given back.
+  {
+    name: 'prefetch: kill -9 and close',
+    workerOptions: { concurrency: 1, prefetch: 2 },
+    inject: (ctx, p) => Promise.all([
+      repeat(p.rounds, 900, () => killHolder(ctx)),
+      repeat(p.rounds * 2, 500, () => closeHolder(ctx)),
+    ]),
   },
   // On a Redis Cluster of its own (three masters, a replica each; chaos/run-failover.mjs): the
   // master serving the queue's slot dies under load and its replica is promoted; the workers are

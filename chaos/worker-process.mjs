@@ -127,10 +127,13 @@ for (const worker of workers) {
   worker.on('lockLost', (job, error) => record({ type: 'refused', id: job.id, ats: job.attemptsStarted, token: tokens.get(job), code: error.code ?? null, error: error.message }));
   worker.on('failed', (job, error) => record({ type: 'failed', id: job.id, ats: job.attemptsStarted, token: tokens.get(job), error: error.message }));
   worker.on('error', (error) => record({ type: 'error', error: String(error?.message ?? error) }));
-  if (config.watchCancels) {
-    // Every pickup's fencing number (a pickup of a job already cancelled runs no handler, so no
-    // `start` says it), and each cancel as the worker acts on it: from its heartbeat or its pickup.
+  if (config.watchCancels || config.workerOptions.prefetch) {
+    // Every pickup's fencing number: a pickup of a job already cancelled runs no handler, and a job
+    // held ahead (prefetch) may be given back before it starts, so no `start` says it.
     worker.lockManager.acquired$.subscribe((event) => current.set(event.jobId, event.attemptsStarted));
+  }
+  if (config.watchCancels) {
+    // Each cancel as the worker acts on it: from its heartbeat or its pickup.
     worker.lockManager.cancelled$.subscribe((event) => record({ type: 'cancelled', id: event.jobId, ats: current.get(event.jobId), by: event.by, reason: event.reason }));
   }
 }

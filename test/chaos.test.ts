@@ -10,7 +10,8 @@ import { eventually, newClient, redisUrl, singleNodeDescribe, sleep, uniqueQueue
 const SCHEDULER = 'job schedulers: kill -9 at slot boundaries';
 const MOVES = 'step jobs and 429s: kill -9 mid-move';
 const CANCELS = 'cancels: kill -9 around cancelJob';
-const SINGLE = ['kill -9', 'SIGSTOP > lockDuration', 'CLIENT KILL', 'Redis restart (AOF)', 'blocking handler', 'all mixed', 'all mixed on 4 partitions', SCHEDULER, MOVES, CANCELS];
+const PREFETCH = 'prefetch: kill -9 and close';
+const SINGLE = ['kill -9', 'SIGSTOP > lockDuration', 'CLIENT KILL', 'Redis restart (AOF)', 'blocking handler', 'all mixed', 'all mixed on 4 partitions', SCHEDULER, MOVES, CANCELS, PREFETCH];
 // They start a six-node cluster of their own (chaos/run-failover.mjs); without redis-cli the harness skips them.
 const FAILOVER = clusterUnsupported() ? [] : ['failover (kill -9 of the queue master)', 'failover (replica behind)'];
 
@@ -22,7 +23,8 @@ const FAILOVER = clusterUnsupported() ? [] : ['failover (kill -9 of the queue ma
  * its slots. Handlers that move their own jobs out of active (a job run in steps, moved to delayed;
  * a job given back for a 429) lose their processes to kill -9 right around those moves. Jobs are
  * cancelled by queue.cancelJob while delayed, waiting and running, their holders killed around the
- * cancels: each ends failed as cancelled, once, never run after it nor retried. The library
+ * cancels: each ends failed as cancelled, once, never run after it nor retried. Workers with
+ * prefetch are killed and closed while they hold jobs ahead: those go back, never started. The library
  * is built into a private folder so the run never races others' dist/.
  */
 // Single-node: the harness kills, stops and restarts redis-servers of its own.
@@ -35,7 +37,7 @@ singleNodeDescribe('chaos (ci profile)', () => {
       const report = join(out, 'report.json');
       let status = 0;
       try {
-        execFileSync(process.execPath, ['chaos/run.mjs', '--profile', 'ci', '--lib', `${lib}/lib/index.js`, '--json', report], { stdio: 'inherit', timeout: 170_000 });
+        execFileSync(process.execPath, ['chaos/run.mjs', '--profile', 'ci', '--lib', `${lib}/lib/index.js`, '--json', report], { stdio: 'inherit', timeout: 190_000 });
       } catch (error) {
         status = (error as { status?: number }).status ?? -1;
       }
@@ -74,6 +76,10 @@ singleNodeDescribe('chaos (ci profile)', () => {
       expect(cancels.deliveries).toBeGreaterThan(0);
       expect(cancels.cancelsHeldAtKill).toBeGreaterThan(0);
       expect(cancels.cancelledAtOnce).toBeGreaterThan(0);
+      // Closes of workers with prefetch gave held jobs back, and none of those had started.
+      const prefetch = rows[SINGLE.indexOf(PREFETCH)];
+      expect(prefetch.givenBack).toBeGreaterThan(0);
+      expect(prefetch.givenBackAfterStart).toBe(0);
       // The kill of the queue's master landed under load (held jobs were run again), and every
       // worker went on by itself on the promoted replica.
       for (const row of rows.slice(SINGLE.length)) {
@@ -84,7 +90,7 @@ singleNodeDescribe('chaos (ci profile)', () => {
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
-  }, 240_000);
+  }, 260_000);
 });
 
 /**
