@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--rounds N] [--only text] [--breakdown]
+// npm run bench [-- --quick] [--rounds N] [--only text[,text...]] [--breakdown]
 // EchoMQ (the built dist/) against BullMQ on one Redis: each scenario for each system in turn,
 // A B A B, for several rounds; prints the medians and the ratio EchoMQ / BullMQ.
 // Opt-in (--only names them): scenarios on a Redis Cluster of their own that compare two ways of
@@ -50,8 +50,10 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   const sizes = { ...(args.quick ? SIZES.quick : SIZES.full) };
   const rounds = args.rounds ?? sizes.rounds;
-  const scenarios = SCENARIOS.filter((s) => !args.only || s.name.includes(args.only));
-  const clusterScenarios = CLUSTER_SCENARIOS.filter((s) => args.only && s.name.includes(args.only));
+  // --only: the scenarios whose name contains any of its comma-separated texts.
+  const named = (s) => args.only.split(',').some((text) => s.name.includes(text));
+  const scenarios = SCENARIOS.filter((s) => !args.only || named(s));
+  const clusterScenarios = CLUSTER_SCENARIOS.filter((s) => args.only && named(s));
   const failures = [];
   if (scenarios.length > 0 || clusterScenarios.length === 0) failures.push(...await runSystems(scenarios, args, sizes, rounds));
   for (const scenario of clusterScenarios) failures.push(...await runOnCluster(scenario, args, sizes, rounds));
@@ -185,6 +187,12 @@ function tableRows(scenarios, results, sizes) {
       if (!results.has(processing) || !results.has(addConcurrent.name)) continue;
       const combined = (id) => cpu(addConcurrent.name, id) + cpu(processing, id);
       row(`Redis CPU µs/job, add concurrently + process c${concurrency}${label}`, combined('echomq'), combined('bullmq'));
+    }
+    // EchoMQ with prefetch 1 against BullMQ at concurrency 1 (which has no prefetch).
+    const prefetched = processConcurrency1Prefetch.find((scenario) => scenario.name.endsWith(`prefetch 1${label}`))?.name;
+    if (prefetched && results.has(prefetched) && results.has(addConcurrent.name)) {
+      const combined = (id) => cpu(addConcurrent.name, id) + cpu(prefetched, id);
+      row(`Redis CPU µs/job, add concurrently + process c1, EchoMQ prefetch 1${label}`, combined('echomq'), combined('bullmq'));
     }
   }
   return rows;

@@ -73,6 +73,20 @@ describe('prefetch', () => {
     expect(await h.queue.getJobCounts('completed', 'active', 'wait')).toEqual({ completed: 4, active: 0, wait: 0 });
   });
 
+  it('with several held, they start in the order they were taken', async () => {
+    h = new Harness();
+    const first = gate();
+    const { handler, started, most } = tracking({ 1: first.wait });
+    const worker = h.worker<{ i: number }>(handler, { concurrency: 1, prefetch: 3 });
+    const completed = collect(worker as Worker, 'completed', 6);
+    await h.queue.addBulk([1, 2, 3, 4, 5, 6].map((i) => ({ name: 'j', data: { i } })));
+    await eventually(async () => (await count('active')) === 4, 5_000, 'four jobs active (one running, three held)');
+    first.open();
+    await completed;
+    expect(started).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(most()).toBe(1);
+  });
+
   it('without prefetch the worker holds no job beyond concurrency', async () => {
     h = new Harness();
     const first = gate();
@@ -134,6 +148,7 @@ describe('prefetch', () => {
     worker.on('failed', (job) => failed.push(job as Job));
     await h.queue.add('j', { i: 1 });
     await h.queue.add('j', { i: 2 }, { timeout: 250 }); // held for about 400 ms, runs 50
+    await eventually(async () => (await count('active')) === 2, 5_000, 'the second held while the first runs');
     await completed;
     expect(failed).toEqual([]);
   });
@@ -167,19 +182,72 @@ describe('prefetch', () => {
     const first = gate();
     const { handler, started } = tracking({ 1: first.wait });
     const worker = h.worker<{ i: number }>(handler, { concurrency: 1, prefetch: 1 });
+    const activeEvents: string[] = [];
+    worker.on('active', (job) => activeEvents.push(job.id));
     const failed = collect(worker as Worker, 'failed', 1);
-    const [, two] = await h.queue.addBulk([1, 2].map((i) => ({ name: 'j', data: { i } })));
+    const [one, two] = await h.queue.addBulk([1, 2].map((i) => ({ name: 'j', data: { i } })));
     await eventually(async () => (await count('active')) === 2, 5_000, 'two jobs active');
     expect(worker.cancelJob(two.id, 'not needed')).toBe(true);
     const [job] = await failed;
     expect(job.id).toBe(two.id);
     expect(started).toEqual([1]); // the first still runs
+    expect(activeEvents).toEqual([one.id]); // the cancelled one never started
     const stored = await h.queue.getJob(two.id);
     expect(await stored!.getState()).toBe('failed');
     expect(stored!.failedReason).toBe(new JobCancelledError(two.id, 'not needed').message);
     first.open();
     await eventually(async () => (await count('completed')) === 1, 5_000, 'the first completed');
     expect(started).toEqual([1]);
+  });
+
+  it('queue.cancelJob reaches a held job through the heartbeat: it fails as cancelled, unstarted', async () => {
+    h = new Harness();
+    const first = gate();
+    const { handler, started } = tracking({ 1: first.wait });
+    const worker = h.worker<{ i: number }>(handler, { concurrency: 1, prefetch: 1, lockDuration: 1000 });
+    const failed = collect(worker as Worker, 'failed', 1);
+    const [, two] = await h.queue.addBulk([1, 2].map((i) => ({ name: 'j', data: { i } })));
+    await eventually(async () => (await count('active')) === 2, 5_000, 'two jobs active');
+    expect(await h.queue.cancelJob(two.id, 'from afar')).toBe(true);
+    const [job] = await failed;
+    expect(job.id).toBe(two.id);
+    expect(job.failedReason).toBe(new JobCancelledError(two.id, 'from afar').message);
+    expect(started).toEqual([1]);
+    first.open();
+  });
+
+  it('a held job whose lock is lost while it waits is not started: lockLost, and it is swept back and run once', async () => {
+    h = new Harness();
+    const first = gate();
+    const { handler, started } = tracking({ 1: first.wait });
+    const worker = h.worker<{ i: number }>(handler, { concurrency: 1, prefetch: 1, lockDuration: 600, stalledInterval: 300 });
+    const lost: string[] = [];
+    worker.on('lockLost', (job) => lost.push(job.id));
+    const [, two] = await h.queue.addBulk([1, 2].map((i) => ({ name: 'j', data: { i } })));
+    await eventually(async () => (await count('active')) === 2, 5_000, 'two jobs active');
+    await client.del(h.queue.keys.lock(two.id));
+    await eventually(() => lost.includes(two.id), 5_000, 'the held job reported lost');
+    expect(started).toEqual([1]);
+    first.open();
+    await eventually(async () => (await count('completed')) === 2, 10_000, 'both completed, the second after the sweep');
+    expect(started).toEqual([1, 2]);
+  });
+
+  it('close() with several held gives them back so that they are taken again in their order', async () => {
+    h = new Harness();
+    const first = gate();
+    const { handler } = tracking({ 1: first.wait });
+    const worker = h.worker<{ i: number }>(handler, { concurrency: 1, prefetch: 3 });
+    await h.queue.addBulk([1, 2, 3, 4, 5].map((i) => ({ name: 'j', data: { i } })));
+    await eventually(async () => (await count('active')) === 4, 5_000, 'four jobs active');
+    const closed = worker.close();
+    await eventually(async () => (await count('wait')) === 4, 5_000, 'the three held back in wait, with the one never taken');
+    first.open();
+    await closed;
+    const next = tracking();
+    const after = h.worker<{ i: number }>(next.handler, { concurrency: 1 });
+    await collect(after as Worker, 'completed', 4);
+    expect(next.started).toEqual([2, 3, 4, 5]);
   });
 
   it('close(true) does not wait for the held job: its lock lapses and the stalled sweep gives it to another worker', async () => {

@@ -61,7 +61,7 @@ export interface WorkerInfo {
   pid: number;
   /** Its `concurrency` option: the most jobs it runs at once. */
   concurrency: number;
-  /** How many jobs it was running at its last heartbeat. */
+  /** How many jobs it was running at its last heartbeat, with those it held ahead (its `prefetch`): up to concurrency + prefetch. */
   running: number;
   /** When it started (ms since the epoch, its clock). */
   startedAt: number;

@@ -143,18 +143,20 @@ export class JobRunner {
       const started = await this.startScheduled(job, lock, active, attempt);
       if (!started) return undefined;
     }
-    // Prefetch: a job held ahead starts once a handler ended; the worker's close gives it back unstarted.
-    const slot = this.slots ? await this.slots.take(lock) : undefined;
-    if (slot === 'closing') return this.giveBack(job, lock, attempt);
-    this.events.active(job);
-
-    let result: unknown;
     // A parent a child failed with failParentOnFailure while it was not waiting (cfr): it fails
     // now, for good, without its handler.
     let failure: Error | undefined = corrupt ?? (flowLink?.childFailed !== undefined ? new UnrecoverableError(flowLink.childFailed) : undefined);
-    // A job that waited for its slot may have lost its lock meanwhile: it does not start then.
+    // Prefetch: a job held ahead starts once a handler ended (one failing without its handler does
+    // not wait); the worker's close gives it back unstarted.
+    const slot = this.slots && !failure ? await this.slots.take(lock) : undefined;
+    if (slot === 'closing') return this.giveBack(job, lock, attempt);
+    // A job that waited for its slot may have been cancelled, or lost its lock, meanwhile: it does
+    // not start then, and emits no 'active'.
     const startable = slot === undefined || (slot === 'slot' && lock.held && !lock.abortReason);
     if (slot === 'slot' && !startable) this.slots?.give();
+    if (startable) this.events.active(job);
+
+    let result: unknown;
     if (!failure && !lock.interruption && startable) {
       const timeout = job.opts.timeout ?? this.jobTimeout;
       // A timer only for a job with a timeout: the others pay nothing for the feature.
@@ -353,10 +355,6 @@ export class JobRunner {
   }
 
   /**
-   * The handler threw RateLimitError: the job goes back to wait, next in line, its attempt not
-   * counted (atm unchanged, no failedReason, no 'failed' event). No fetch-next: the queue is limited.
-   */
-  /**
    * A job held ahead (prefetch) that had not started when the worker began to close: back to wait,
    * taken next, its attempt not counted (moveJobFromActiveToWait-11, lock checked, as for a
    * RateLimitError). If that does not land, its lock lapses and the stalled sweep gives it back.
@@ -372,6 +370,10 @@ export class JobRunner {
     }
   }
 
+  /**
+   * The handler threw RateLimitError: the job goes back to wait, next in line, its attempt not
+   * counted (atm unchanged, no failedReason, no 'failed' event). No fetch-next: the queue is limited.
+   */
   private async requeue(job: Job, lock: JobLock): Promise<undefined> {
     const release: Release = { outcome: 'requeued', attemptsMade: job.attemptsMade, mayRemove: false };
     await this.withRetries(job, lock, () => this.scripts.moveJobFromActiveToWait(job.id, lock.token), release);

@@ -53,10 +53,14 @@ export class RunSlots {
     else this.free++;
   }
 
-  /** The worker is closing: the jobs waiting (and any that comes later) get 'closing', not a slot. */
+  /**
+   * The worker is closing: the jobs waiting (and any that comes later) get 'closing', not a slot.
+   * Last taken first: each is given back to the end of wait that is taken next, so the one taken
+   * first goes back last and is taken first again.
+   */
   close(): void {
     this.closed = true;
-    for (const settle of this.waiting.splice(0)) settle('closing');
+    for (const settle of this.waiting.splice(0).reverse()) settle('closing');
   }
 
   /** How many runs wait for a slot (internal: for tests). */
