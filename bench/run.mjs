@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--rounds N] [--only text[,text...]] [--breakdown]
+// npm run bench [-- --quick] [--rounds N] [--only text[|text...]] [--breakdown]
 // EchoMQ (the built dist/) against BullMQ on one Redis: each scenario for each system in turn,
 // A B A B, for several rounds; prints the medians and the ratio EchoMQ / BullMQ.
 // Opt-in (--only names them): scenarios on a Redis Cluster of their own that compare two ways of
@@ -50,8 +50,8 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   const sizes = { ...(args.quick ? SIZES.quick : SIZES.full) };
   const rounds = args.rounds ?? sizes.rounds;
-  // --only: the scenarios whose name contains any of its comma-separated texts.
-  const named = (s) => args.only.split(',').some((text) => s.name.includes(text));
+  // --only: the scenarios whose name contains any of its texts, separated by | (names hold commas).
+  const named = (s) => args.only.split('|').some((text) => s.name.includes(text));
   const scenarios = SCENARIOS.filter((s) => !args.only || named(s));
   const clusterScenarios = CLUSTER_SCENARIOS.filter((s) => args.only && named(s));
   const failures = [];
