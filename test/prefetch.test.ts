@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
-import { EchoMQOptionError, JobCancelledError, Worker, type Job } from '../lib/index.js';
-import { eventually, newClient, sleep, testConnection } from './support/redis.js';
+import { EchoMQOptionError, JobCancelledError, Queue, Worker, type Job } from '../lib/index.js';
+import { eventually, newClient, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 import { collect, Harness } from './support/workers.js';
 
 // A worker's `prefetch` (docs/prefetch.md): it holds that many jobs locked beyond `concurrency`,
@@ -263,6 +263,63 @@ describe('prefetch', () => {
     expect(await (await h.queue.getJob(two.id))!.getState()).toBe('completed');
     await rescuer.close();
     never.open();
+  });
+
+  it('a sandboxed processor: held jobs wait in the worker, one sandbox runs them one at a time', async () => {
+    h = new Harness();
+    const file = new URL('./fixtures/sandbox/processor.mjs', import.meta.url);
+    const worker = new Worker(h.name, file, { connection: testConnection(), useWorkerThreads: true, concurrency: 1, prefetch: 1 });
+    worker.on('error', (error) => h.errors.push(error));
+    try {
+      const completed = collect(worker, 'completed', 4);
+      await h.queue.addBulk([1, 2, 3, 4].map(() => ({ name: 'j', data: { mode: 'busy', ms: 150 } })));
+      await eventually(async () => (await count('active')) === 2, 5_000, 'one job running in the sandbox, one held');
+      const done = await completed;
+      // A second handler at once would have needed a second sandbox (another thread).
+      const threads = new Set(done.map((job) => (job.returnvalue as { threadId: number }).threadId));
+      expect(threads.size).toBe(1);
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('a partitioned queue: held jobs count in the worker across partitions, one handler at a time', async () => {
+    const name = uniqueQueueName('pf');
+    const queue = new Queue(name, { connection: testConnection(), partitions: 2 });
+    const first = gate();
+    let gated = false;
+    let running = 0;
+    let most = 0;
+    const started: string[] = [];
+    const worker = new Worker(name, async (job) => {
+      started.push(job.id);
+      most = Math.max(most, ++running);
+      try {
+        if (!gated) {
+          gated = true;
+          await first.wait;
+        }
+      } finally {
+        running--;
+      }
+    }, { connection: testConnection(), partitions: 2, concurrency: 1, prefetch: 1 });
+    const errors: Error[] = [];
+    worker.on('error', (error) => errors.push(error));
+    try {
+      const completed = collect(worker, 'completed', 6);
+      await queue.addBulk([1, 2, 3, 4, 5, 6].map((i) => ({ name: 'j', data: { i }, opts: { partitionKey: `k${i}` } })));
+      await eventually(async () => ((await queue.getJobCounts('active')).active ?? 0) === 2, 5_000, 'two jobs active over the partitions');
+      await sleep(100);
+      expect(started).toHaveLength(1);
+      first.open();
+      await completed;
+      expect(most).toBe(1);
+      expect(errors).toEqual([]);
+    } finally {
+      await worker.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
   });
 
   it('refuses a prefetch that is not a whole number of 0 or more, naming the field, before it connects', () => {
