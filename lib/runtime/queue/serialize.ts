@@ -8,6 +8,9 @@ export const DEFAULT_MAX_DATA_BYTES = 1024 * 1024;
  * BigInt, NaN and Infinity, Map and Set) and cycles, with an error that names the path.
  */
 export function toJson(value: unknown, field: string, maxBytes = Infinity): string {
+  // null, a string or a boolean: JSON carries them as they are, so no replacer to check them with
+  // (most handlers return nothing: every job's returnvalue passes here).
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return sized(JSON.stringify(value), field, maxBytes);
   let text: string | undefined;
   try {
     // The path is built only on the way to an error: the replacer runs for every value.
@@ -34,6 +37,11 @@ export function toJson(value: unknown, field: string, maxBytes = Infinity): stri
     throw new EchoMQOptionError(field, `cannot be represented as JSON: ${(error as Error).message.split('\n')[0]}`);
   }
   if (text === undefined) throw new EchoMQOptionError(field, 'cannot be represented as JSON');
+  return sized(text, field, maxBytes);
+}
+
+/** `text`, unless it holds more than maxBytes (UTF-8): then an error naming the field. */
+function sized(text: string, field: string, maxBytes: number): string {
   if (text.length > maxBytes / 3 && Buffer.byteLength(text) > maxBytes) {
     throw new EchoMQOptionError(field, `is ${Buffer.byteLength(text)} bytes as JSON, over the limit of ${maxBytes} (option maxDataSize)`);
   }
