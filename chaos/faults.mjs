@@ -21,22 +21,23 @@ export async function waitForHolder(fleet, timeoutMs = 10_000) {
   }
 }
 
-/** kill -9 of a worker holding jobs, then a fresh worker in its place. */
-export async function killHolder(ctx) {
+/** Ends a worker holding jobs with `end` (a fault of `kind`), then a fresh worker in its place. */
+async function replaceHolder(ctx, kind, end) {
   const victim = await waitForHolder(ctx.fleet);
   if (!victim) return;
-  ctx.faults.push({ kind: 'kill -9', worker: victim.name, at: Date.now() });
-  await ctx.fleet.kill(victim);
+  ctx.faults.push({ kind, worker: victim.name, at: Date.now() });
+  await end(victim);
   await ctx.fleet.spawnWorker();
 }
 
+/** kill -9 of a worker holding jobs, then a fresh worker in its place. */
+export function killHolder(ctx) {
+  return replaceHolder(ctx, 'kill -9', (victim) => ctx.fleet.kill(victim));
+}
+
 /** An orderly close of a worker holding jobs (SIGTERM: worker.close()), then a fresh worker in its place. */
-export async function closeHolder(ctx) {
-  const victim = await waitForHolder(ctx.fleet);
-  if (!victim) return;
-  ctx.faults.push({ kind: 'close', worker: victim.name, at: Date.now() });
-  await ctx.fleet.close(victim);
-  await ctx.fleet.spawnWorker();
+export function closeHolder(ctx) {
+  return replaceHolder(ctx, 'close', (victim) => ctx.fleet.close(victim));
 }
 
 /** SIGSTOP of a worker holding jobs for `ms` (longer than lockDuration), then SIGCONT. */
