@@ -160,11 +160,12 @@ describe('EchoMQModule registration', () => {
       }
     }
     app = await startApp({
-      imports: [EchoMQModule.forRoot({ connection: testConnection(), worker: { lockDuration: 4000, concurrency: 1 } })],
+      imports: [EchoMQModule.forRoot({ connection: testConnection(), worker: { lockDuration: 4000, concurrency: 1, prefetch: 1 } })],
       providers: [Tuned],
     });
     const worker = app.get(WorkerOrchestrator, { strict: false }).getWorker(name)!;
     expect(worker.options.concurrency).toBe(3);
+    expect(worker.options.prefetch).toBe(1);
     expect(worker.options.lockDuration).toBe(4000);
     expect(worker.options.lockRenewTime).toBe(2000);
   });
