@@ -12,6 +12,7 @@ import { canNameJob, Job } from './job.js';
 import { JOB_STATES, parseJobState, parseJobStates, type JobStateName } from './job-state.js';
 import { resolveQueueOptions, validateJobOptions, type JobOptions, type QueueOptions, type ResolvedQueueOptions } from '../options.js';
 import { QueuePart } from './queue-part.js';
+import { QueueGetters } from './queue-getters.js';
 import { QueueJobControl, type JobLogs, type PromoteJobsOptions, type RetryJobsOptions } from './queue-job-control.js';
 import { partitionCountError } from './partition-count.js';
 import { listJobs } from './job-listing.js';
@@ -52,11 +53,12 @@ interface Prepared {
 export type JobCounts = Record<JobStateName, number>;
 
 /**
- * Queue: adds jobs and reads and manages a queue's state. It holds one shared connection and
+ * Queue: adds jobs and reads and manages a queue's state (BullMQ's per-state shortcuts, such as
+ * getWaitingCount, from QueueGetters). It holds one shared connection and
  * never blocks on it. With `partitions: n` it is one queue over n hash tags (QueuePart each):
  * adds are routed to one, reads and management visit all of them.
  */
-export class Queue<Data = unknown, Result = unknown> {
+export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, Result> {
   readonly client: RedisClient;
   readonly options: ResolvedQueueOptions;
   private readonly parts: QueuePart[];
@@ -71,6 +73,7 @@ export class Queue<Data = unknown, Result = unknown> {
   private readonly control: QueueJobControl;
 
   constructor(readonly name: string, opts: QueueOptions = {}) {
+    super();
     assertQueueName(name);
     this.options = resolveQueueOptions(opts);
     const { partitions, prefix, maxEvents, maxDataSize } = this.options;
