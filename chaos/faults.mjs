@@ -7,7 +7,8 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A live, running worker that holds at least one job now, chosen at random (undefined if none). */
 export function pickHolder(fleet) {
-  const holders = fleet.alive.filter((m) => !m.stopped && openAttempts(readLedger(m)).length > 0);
+  // Not one another fault is ending (two faults at once on one worker would count as one).
+  const holders = fleet.alive.filter((m) => !m.stopped && !m.ending && openAttempts(readLedger(m)).length > 0);
   return holders[Math.floor(Math.random() * holders.length)];
 }
 
@@ -25,6 +26,7 @@ export async function waitForHolder(fleet, timeoutMs = 10_000) {
 async function replaceHolder(ctx, kind, end) {
   const victim = await waitForHolder(ctx.fleet);
   if (!victim) return;
+  victim.ending = true;
   ctx.faults.push({ kind, worker: victim.name, at: Date.now() });
   await end(victim);
   await ctx.fleet.spawnWorker();

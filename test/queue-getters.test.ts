@@ -24,12 +24,14 @@ describe('queue getters (BullMQ names)', () => {
       return job.name;
     }, { concurrency: 3 });
     const ok = await queue.add('ok', {});
+    await eventually(async () => (await queue.getJobCounts('completed')).completed === 1, 5_000, 'the first completed');
+    const ok2 = await queue.add('ok', {});
     const bad = await queue.add('bad', {});
     const hold = await queue.add('hold', {});
     await eventually(async () => {
       const counts = await queue.getJobCounts('completed', 'failed', 'active');
-      return counts.completed === 1 && counts.failed === 1 && counts.active === 1;
-    }, 5_000, 'one completed, one failed, one active');
+      return counts.completed === 2 && counts.failed === 1 && counts.active === 1;
+    }, 5_000, 'two completed, one failed, one active');
     await worker.pause(true); // takes nothing more; the held job stays active
     const waiting = [await queue.add('w1', {}), await queue.add('w2', {})];
     const delayed = await queue.add('later', {}, { delay: 60_000 });
@@ -39,33 +41,37 @@ describe('queue getters (BullMQ names)', () => {
     expect(await queue.getActiveCount()).toBe(1);
     expect(await queue.getDelayedCount()).toBe(1);
     expect(await queue.getPrioritizedCount()).toBe(1);
-    expect(await queue.getCompletedCount()).toBe(1);
+    expect(await queue.getCompletedCount()).toBe(2);
     expect(await queue.getFailedCount()).toBe(1);
     expect(await queue.getWaitingChildrenCount()).toBe(0);
-    expect(await queue.getJobCountByTypes('completed', 'failed')).toBe(2);
+    expect(await queue.getJobCountByTypes('completed', 'failed')).toBe(3);
     expect(await queue.getJobCountByTypes('waiting', 'wait')).toBe(2); // one state, counted once
+    expect(await queue.getJobCountByTypes()).toBe(8); // every state
 
-    const ids = async (jobs: Promise<Array<{ id: string }>>) => (await jobs).map((job) => job.id).sort();
-    expect(await ids(queue.getWaiting())).toEqual(waiting.map((job) => job.id).sort());
+    // In BullMQ's orders: waiting oldest first, finished newest first.
+    const ids = async (jobs: Promise<Array<{ id: string }>>) => (await jobs).map((job) => job.id);
+    expect(await ids(queue.getWaiting())).toEqual(waiting.map((job) => job.id));
+    expect(await ids(queue.getWaiting(0, 0))).toEqual([waiting[0].id]);
     expect(await ids(queue.getActive())).toEqual([hold.id]);
     expect(await ids(queue.getDelayed())).toEqual([delayed.id]);
     expect(await ids(queue.getPrioritized())).toEqual([prioritized.id]);
-    expect(await ids(queue.getCompleted())).toEqual([ok.id]);
+    expect(await ids(queue.getCompleted())).toEqual([ok2.id, ok.id]);
+    expect(await ids(queue.getCompleted(1, 1))).toEqual([ok.id]);
     expect(await ids(queue.getFailed())).toEqual([bad.id]);
     expect(await queue.getWaitingChildren()).toEqual([]);
-    expect((await queue.getWaiting(0, 0))).toHaveLength(1);
 
-    // Paused, the waiting jobs are in `paused`: still counted and listed as waiting.
+    // Paused, the waiting jobs are in `paused`: still counted and listed as waiting, not as `wait`.
     await queue.pause();
     const third = await queue.add('w3', {});
     expect(await queue.getJobCounts('wait', 'paused')).toEqual({ wait: 0, paused: 3 });
     expect(await queue.getWaitingCount()).toBe(3);
-    expect(await ids(queue.getWaiting())).toEqual([...waiting, third].map((job) => job.id).sort());
+    expect(await queue.getJobCountByTypes('wait')).toBe(0);
+    expect(await ids(queue.getWaiting())).toEqual([...waiting, third].map((job) => job.id));
     await queue.resume();
     openGate();
   });
 
-  it('refuses a state it does not know, naming it, before it reads anything', async () => {
+  it('refuses a state it does not know, naming it', async () => {
     h = new Harness();
     let thrown: unknown;
     try {

@@ -1,26 +1,31 @@
 import type { Job } from './job.js';
 import type { JobState } from '../../protocol/keys.js';
-import { parseJobStates, type JobStateName } from './job-state.js';
+import { JOB_STATES, parseJobStates, type JobStateName } from './job-state.js';
 
 /**
  * BullMQ's per-state shortcuts over a queue's two readers, getJobCounts and getJobs: the names
- * code moving over from BullMQ calls (`getWaitingCount()`, `getFailed(0, 9)`). "Waiting" is what
- * workers may take next: `wait`, and `paused` while the queue is paused, as in BullMQ.
+ * code moving over from BullMQ calls (`getWaitingCount()`, `getFailed(0, 9)`). "Waiting" here is
+ * what workers may take next: `wait`, and `paused` while the queue is paused, as in BullMQ's
+ * shortcuts (getJobCounts and getJobs themselves read only the states named).
  */
 export abstract class QueueGetters<Data, Result> {
   abstract getJobCounts(...states: JobStateName[]): Promise<Partial<Record<JobStateName, number>>>;
   abstract getJobs(states: JobStateName | JobStateName[], start?: number, end?: number, asc?: boolean): Promise<Array<Job<Data, Result>>>;
 
-  /** The jobs in all the states named, each state counted once (`waiting` is wait and paused). Unknown names are refused. */
+  /**
+   * The jobs in all the states named (every state when none is), each state counted once; as in
+   * BullMQ, `waiting` takes in `paused` too (`wait` alone does not). Unknown names are refused.
+   */
   async getJobCountByTypes(...types: JobStateName[]): Promise<number> {
-    const states = withPaused(parseJobStates(types, 'types'));
+    const named = types.length > 0 ? parseJobStates(types, 'types') : [...JOB_STATES];
+    const states = [...new Set<JobState>(types.includes('waiting') ? [...named, 'paused'] : named)];
     const counts = await this.getJobCounts(...states);
     return states.reduce((sum, state) => sum + (counts[state] ?? 0), 0);
   }
 
   /** Jobs waiting to be taken: in wait, or in paused while the queue is paused. */
   getWaitingCount(): Promise<number> {
-    return this.getJobCountByTypes('wait');
+    return this.getJobCountByTypes('waiting');
   }
 
   getActiveCount(): Promise<number> {
@@ -77,11 +82,4 @@ export abstract class QueueGetters<Data, Result> {
   getWaitingChildren(start = 0, end = -1): Promise<Array<Job<Data, Result>>> {
     return this.getJobs('waiting-children', start, end);
   }
-}
-
-/** The states once each, with paused beside wait: a paused queue's waiting jobs are there. */
-function withPaused(states: JobState[]): JobState[] {
-  const unique = new Set(states);
-  if (unique.has('wait')) unique.add('paused');
-  return [...unique];
 }

@@ -8,11 +8,11 @@ export const DEFAULT_MAX_DATA_BYTES = 1024 * 1024;
  * BigInt, NaN and Infinity, Map and Set) and cycles, with an error that names the path.
  */
 export function toJson(value: unknown, field: string, maxBytes = Infinity): string {
-  // null, a string or a boolean: JSON carries them as they are, so no replacer to check them with
-  // (most handlers return nothing: every job's returnvalue passes here).
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return sized(JSON.stringify(value), field, maxBytes);
   let text: string | undefined;
   try {
+    // null, a string or a boolean: JSON carries them as they are, so no replacer to check them with
+    // (most handlers return nothing: every job's returnvalue passes here).
+    if (value === null || typeof value === 'string' || typeof value === 'boolean') return sized(JSON.stringify(value), field, maxBytes);
     // The path is built only on the way to an error: the replacer runs for every value.
     const where = (key: string) => (key === '' ? field : `${field}.${key}`);
     text = JSON.stringify(value === undefined ? {} : value, (key, item: unknown) => {

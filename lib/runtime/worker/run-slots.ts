@@ -23,7 +23,8 @@ export class RunSlots {
    * 'closing' when the worker began to close first: a job that has not started is given back then.
    */
   take(lock: JobLock): SlotOutcome | Promise<SlotOutcome> {
-    if (this.closed) return 'closing';
+    // Cut short already (a cancel mark at pickup, a lost lock): it ends as such, not given back.
+    if (this.closed) return lock.interruption || lock.abortReason ? 'aborted' : 'closing';
     if (this.free > 0 && this.waiting.length === 0) {
       this.free--;
       return 'slot';
