@@ -21,6 +21,8 @@ import type { ParentNotices } from '../flows/parent-notices.js';
 import type { ParentPolicy } from '../../protocol/flow-scripts.js';
 import type { AttemptSpan, AttemptSpans } from '../telemetry/attempt-spans.js';
 import type { RunSlots } from './run-slots.js';
+import { LANDED_EARLIER, ReleaseSender, type Release } from './release-sender.js';
+import { fieldOf, flowLinkOf, type PickupFields } from './pickup-fields.js';
 
 /** How a lane finishes the jobs of flows (a child, or a parent with flow keys): finishFlowJobs-15 (FinishBatcher.finishFlow), then the notice to the parent. */
 export interface FlowFinishing {
@@ -45,7 +47,7 @@ export type ProcessorFunction<Data = unknown, Result = unknown> = (job: Job<Data
 export interface ActiveJob {
   id: string;
   /** The job's hash: HGETALL's flat array (as the scripts return it) or its object form. */
-  fields: string[] | Record<string, string>;
+  fields: PickupFields;
   token: string;
   /** When the pickup that set the lock was sent (the lock is at least this fresh). */
   acquiredAt?: number;
@@ -61,20 +63,6 @@ export interface RunnerEvents {
 }
 
 const STACKTRACE_LIMIT = 10;
-const FINISH_RETRY_MS = [100, 200, 500, 1000, 2000];
-/** What a finishing call answers when an earlier send of it had landed and its reply was lost. */
-const LANDED_EARLIER = Symbol('landed earlier');
-
-/** What a finishing script is asked to do, as far as judging a lost reply needs it. */
-interface Release {
-  /** 'requeued': given back for a rate limit (moveJobFromActiveToWait-11), its attempt not counted. */
-  outcome: 'completed' | 'failed' | 'retried' | 'requeued';
-  /** The job's `atm` once this release lands: the release is the only writer of atm while we hold the lock. */
-  attemptsMade: number;
-  /** The finish may delete the job (removeOnComplete / removeOnFail with a count or an age). */
-  mayRemove: boolean;
-}
-
 /**
  * Runs one job from pickup to release: the processor, then moveToFinished-14 (with fetch-next when
  * asked; batched with the worker's other finishes by its FinishBatcher) or retryJob-12, or
@@ -84,6 +72,8 @@ interface Release {
  */
 export class JobRunner {
   private readonly handovers: HandoverRecovery;
+  /** Sends the finishes, retries and give-backs, and judges a reply lost with its connection. */
+  private readonly releases: ReleaseSender;
   /** Runs whose handler moved its job to delayed or waiting-children (ownRun): the runner neither completes nor fails them. */
   private readonly movedAway = new WeakMap<JobLock, 'delayed' | 'waiting-children'>();
   /** Jobs of flows being run, with their policy on failure (pfp): they finish by finishFlowJobs-15 and leave a notice (FlowFinishing), the others as before. */
@@ -114,6 +104,7 @@ export class JobRunner {
     private readonly slots?: RunSlots,
   ) {
     this.handovers = new HandoverRecovery(context.client, context.keys);
+    this.releases = new ReleaseSender(context, locks, (error) => this.events.error(error));
   }
 
   /** Runs the job; returns the next job when fetch-next (`fetchNext()` true at finish) took one. */
@@ -336,7 +327,7 @@ export class JobRunner {
     if (decision?.retry) {
       const delay = decision.delay;
       const release: Release = { outcome: 'retried', attemptsMade, mayRemove: false };
-      await this.withRetries(job, lock, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), release);
+      await this.releases.send(job, lock, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), release);
       // A partitioned queue's workers hear of the job back in wait (or of its due time) on its
       // partition's wake channel; a plain queue's, by the marker retryJob-12 set.
       this.context.wake?.();
@@ -376,7 +367,7 @@ export class JobRunner {
    */
   private async requeue(job: Job, lock: JobLock): Promise<undefined> {
     const release: Release = { outcome: 'requeued', attemptsMade: job.attemptsMade, mayRemove: false };
-    await this.withRetries(job, lock, () => this.scripts.moveJobFromActiveToWait(job.id, lock.token), release);
+    await this.releases.send(job, lock, () => this.scripts.moveJobFromActiveToWait(job.id, lock.token), release);
     this.context.wake?.();
     lock.release('requeued');
     return undefined;
@@ -409,7 +400,7 @@ export class JobRunner {
     let askedForNext = false;
     const release: Release = { outcome, attemptsMade, mayRemove: keepCount >= 0 || keepAgeMs > 0 };
     const flowJob = this.flows !== undefined && this.flowJobs.has(job);
-    const pickup = await this.withRetries(job, lock, () => {
+    const pickup = await this.releases.send(job, lock, () => {
       acquiredAt = Date.now();
       const next = fetchNext() ? { token, lockDuration: this.lockDuration } : undefined;
       askedForNext ||= next !== undefined;
@@ -430,50 +421,6 @@ export class JobRunner {
     }
     return pickup.job ? { id: pickup.job.id, fields: pickup.job.fields, token, acquiredAt } : undefined;
   }
-
-  /**
-   * Sends a finishing script until Redis answers. An answer of -1, -2 or -3 may be this very call
-   * landing twice: the connection dropped with the reply, and ioredis (or this loop) sent it again.
-   * Any try can be such a resend, so each of those answers is checked against what Redis holds.
-   */
-  private async withRetries<T>(job: Job, lock: JobLock, send: () => Promise<T>, release: Release): Promise<T | typeof LANDED_EARLIER> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await send();
-      } catch (error) {
-        // A -1/-2/-3 answer, or a renewal that found no lock while this finish was in flight, may be
-        // this very call having landed (its reply lost): ask Redis before calling the job lost.
-        // When Redis cannot be asked now (the connection is still down), the send is tried again.
-        const lost = error instanceof EchoMQError ? error.code : lock.lostCode;
-        if (lost !== undefined) {
-          const landed = lost === -6 ? false : await this.landedEarlier(job, release).catch(() => undefined);
-          if (landed === true) return LANDED_EARLIER;
-          if (landed === false) throw error instanceof EchoMQError ? error : new LockLostError(this.context.queueName, job.id, lost as -2 | -6);
-        }
-        if (this.locks.isClosed || attempt >= FINISH_RETRY_MS.length * 4) throw error;
-        this.events.error(error as Error);
-        await new Promise((resolve) => setTimeout(resolve, FINISH_RETRY_MS[Math.min(attempt, FINISH_RETRY_MS.length - 1)]));
-      }
-    }
-  }
-
-  /**
-   * Did an earlier send of this release land? Not judged by where the job is: a stalled sweep
-   * also puts a job back in wait, as a landed retry does. `ats` (the fencing number) unchanged
-   * says no pickup came since ours, and then only our release can have moved `atm` to the value
-   * it writes. A job whose hash is gone landed only if this release could delete it.
-   */
-  private async landedEarlier(job: Job, release: Release): Promise<boolean> {
-    const { client, keys } = this.context;
-    if (release.outcome === 'requeued') {
-      // It writes no atm: landed means no pickup since ours and the job out of active.
-      const [ats, position] = await Promise.all([client.hget(keys.job(job.id), 'ats'), client.lpos(keys.active, job.id)]);
-      return ats !== null && Number(ats) === job.attemptsStarted && position === null;
-    }
-    const [ats, atm] = await client.hmget(keys.job(job.id), 'ats', 'atm');
-    if (ats === null) return release.mayRemove && release.outcome !== 'retried';
-    return Number(ats) === job.attemptsStarted && Number(atm ?? 0) === release.attemptsMade;
-  }
 }
 
 /** A DelayedError whose job was not moved by this run: an ordinary failure, saying what was missing. */
@@ -488,44 +435,4 @@ function waitingWithoutMove(job: Job, error: Error): Error {
   const failure = new Error(`the handler threw WaitingChildrenError, but did not move job ${job.id} to waiting-children first (await job.moveToWaitingChildren(token) answered false, or was not called): ${error.message}`);
   failure.stack = error.stack;
   return failure;
-}
-
-/**
- * A job of a flow (a child: `parentKey`; a parent: `fch`), with its policy on failure as stored
- * (`pfp`, whoever added it), read from the raw fields in one pass: a corrupt child still finishes
- * as a flow job, whose notice its parent needs. Undefined for any other job.
- */
-function flowLinkOf(fields: ActiveJob['fields']): FlowLink | undefined {
-  const record = Array.isArray(fields) ? undefined : fields;
-  let child = record ? record.parentKey !== undefined : false;
-  let parent = record ? record.fch === '1' : false;
-  let policy = record?.pfp ?? '';
-  let childFailed = record?.cfr;
-  if (Array.isArray(fields)) {
-    for (let i = 0; i < fields.length; i += 2) {
-      const name = fields[i];
-      if (name === 'parentKey') child = true;
-      else if (name === 'fch') parent = fields[i + 1] === '1';
-      else if (name === 'pfp') policy = fields[i + 1];
-      else if (name === 'cfr') childFailed = fields[i + 1];
-    }
-  }
-  return child || parent ? { policy: policy as ParentPolicy, parent, childFailed } : undefined;
-}
-
-/** What the pickup's fields say of a job's place in a flow. */
-interface FlowLink {
-  /** Its policy on failure (a child's pfp; '' for none). */
-  policy: ParentPolicy;
-  /** It has (had) children: fch. */
-  parent: boolean;
-  /** cfr: a child failed with failParentOnFailure while it was not waiting; it fails with this reason. */
-  childFailed?: string;
-}
-
-/** One field of a job hash in either form the scripts and HGETALL give it. */
-function fieldOf(fields: ActiveJob['fields'], name: string): string | undefined {
-  if (!Array.isArray(fields)) return fields[name];
-  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
-  return undefined;
 }
