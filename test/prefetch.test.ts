@@ -1,7 +1,7 @@
-import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
+import { afterAll, describe, expect, it } from '@jest/globals';
 import { EchoMQOptionError, JobCancelledError, Queue, Worker, type Job } from '../lib/index.js';
 import { eventually, newClient, sleep, testConnection, uniqueQueueName } from './support/redis.js';
-import { collect, Harness } from './support/workers.js';
+import { collect, Harness, HarnessPerTest } from './support/workers.js';
 
 // A worker's `prefetch` (docs/prefetch.md): it holds that many jobs locked beyond `concurrency`,
 // each started the moment a handler ends; never more than `concurrency` handlers at once.
@@ -11,14 +11,8 @@ afterAll(async () => {
   await client.quit();
 });
 
+const harnesses = new HarnessPerTest();
 let h: Harness;
-afterEach(async () => {
-  const used = h as Harness | undefined;
-  h = undefined as unknown as Harness;
-  if (!used) return;
-  await used.close();
-  expect(used.errors).toEqual([]);
-});
 
 /** How many jobs of the harness's queue are in `state`. */
 async function count(state: 'active' | 'wait' | 'completed'): Promise<number> {
@@ -52,7 +46,7 @@ function tracking(gates: Record<number, Promise<void>> = {}) {
 
 describe('prefetch', () => {
   it('holds one job ahead while the first runs, starts it only when that one ends, in pickup order', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const first = gate();
     const { handler, started, most } = tracking({ 1: first.wait });
     const activeEvents: number[] = [];
@@ -74,7 +68,7 @@ describe('prefetch', () => {
   });
 
   it('with several held, they start in the order they were taken', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const first = gate();
     const { handler, started, most } = tracking({ 1: first.wait });
     const worker = h.worker<{ i: number }>(handler, { concurrency: 1, prefetch: 3 });
@@ -88,7 +82,7 @@ describe('prefetch', () => {
   });
 
   it('without prefetch the worker holds no job beyond concurrency', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const first = gate();
     const { handler } = tracking({ 1: first.wait });
     const worker = h.worker<{ i: number }>(handler, { concurrency: 1 });
@@ -102,7 +96,7 @@ describe('prefetch', () => {
   });
 
   it('concurrency 2 with prefetch 2: four jobs held, two handlers at a time', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const gates = [gate(), gate()];
     const { handler, started, most } = tracking({ 1: gates[0].wait, 2: gates[1].wait });
     const worker = h.worker<{ i: number }>(handler, { concurrency: 2, prefetch: 2 });
@@ -118,7 +112,7 @@ describe('prefetch', () => {
   });
 
   it('a held job is renewed by the heartbeat while it waits: it does not stall, one attempt', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const first = gate();
     const { handler } = tracking({ 1: first.wait });
     const opts = { concurrency: 1, prefetch: 1, lockDuration: 400, stalledInterval: 200 };
@@ -138,7 +132,7 @@ describe('prefetch', () => {
   });
 
   it('a job timeout counts from the handler start, not from the pickup', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const worker = h.worker<{ i: number }>(async (job) => {
       await sleep(job.data.i === 1 ? 400 : 50);
       return job.data.i;
@@ -154,7 +148,7 @@ describe('prefetch', () => {
   });
 
   it('close() runs the started job to its end and gives the held one back to wait, unstarted and uncounted', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const first = gate();
     const { handler, started } = tracking({ 1: first.wait });
     const worker = h.worker<{ i: number }>(handler, { concurrency: 1, prefetch: 1 });
@@ -178,7 +172,7 @@ describe('prefetch', () => {
   });
 
   it('a held job cancelled while it waits fails at once as cancelled, its handler never run', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const first = gate();
     const { handler, started } = tracking({ 1: first.wait });
     const worker = h.worker<{ i: number }>(handler, { concurrency: 1, prefetch: 1 });
@@ -201,7 +195,7 @@ describe('prefetch', () => {
   });
 
   it('queue.cancelJob reaches a held job through the heartbeat: it fails as cancelled, unstarted', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const first = gate();
     const { handler, started } = tracking({ 1: first.wait });
     const worker = h.worker<{ i: number }>(handler, { concurrency: 1, prefetch: 1, lockDuration: 1000 });
@@ -217,7 +211,7 @@ describe('prefetch', () => {
   });
 
   it('a held job whose lock is lost while it waits is not started: lockLost, and it is swept back and run once', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const first = gate();
     const { handler, started } = tracking({ 1: first.wait });
     const worker = h.worker<{ i: number }>(handler, { concurrency: 1, prefetch: 1, lockDuration: 600, stalledInterval: 300 });
@@ -234,7 +228,7 @@ describe('prefetch', () => {
   });
 
   it('close() with several held gives them back so that they are taken again in their order', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const first = gate();
     const { handler } = tracking({ 1: first.wait });
     const worker = h.worker<{ i: number }>(handler, { concurrency: 1, prefetch: 3 });
@@ -251,7 +245,7 @@ describe('prefetch', () => {
   });
 
   it('close(true) does not wait for the held job: its lock lapses and the stalled sweep gives it to another worker', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const never = gate();
     const opts = { concurrency: 1, prefetch: 1, lockDuration: 300, stalledInterval: 200 };
     const worker = h.worker<{ i: number }>(async (job) => { if (job.data.i === 1) await never.wait; }, opts);
@@ -266,7 +260,7 @@ describe('prefetch', () => {
   });
 
   it('a sandboxed processor: held jobs wait in the worker, one sandbox runs them one at a time', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const file = new URL('./fixtures/sandbox/processor.mjs', import.meta.url);
     const worker = new Worker(h.name, file, { connection: testConnection(), useWorkerThreads: true, concurrency: 1, prefetch: 1 });
     worker.on('error', (error) => h.errors.push(error));

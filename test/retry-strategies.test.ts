@@ -3,7 +3,7 @@ import { EchoMQOptionError, Queue, Worker, type BackoffStrategy, type Job, type 
 import { backoffDelay } from '../lib/internal.js';
 import { eventually, newClient, testConnection, uniqueQueueName } from './support/redis.js';
 import { snapshot } from './support/scripts.js';
-import { collect, Harness } from './support/workers.js';
+import { collect, Harness, HarnessPerTest } from './support/workers.js';
 
 // Retries and backoff (docs/reliability.md, "Retries and backoff"): jitter, a worker's custom
 // strategy, an error's retryAfter, and the options refused before Redis is touched.
@@ -13,14 +13,8 @@ afterAll(async () => {
   await client.quit();
 });
 
+const harnesses = new HarnessPerTest();
 let h: Harness;
-afterEach(async () => {
-  const used = h as Harness | undefined;
-  h = undefined as unknown as Harness;
-  if (!used) return; // a test that made no harness
-  await used.close();
-  expect(used.errors).toEqual([]);
-});
 
 /**
  * The waits a job's retries were given, each as a bracket: retryJob-12 sets dueAt = now + wait,
@@ -107,7 +101,7 @@ describe('backoffDelay: the built-in types and their jitter', () => {
 
 describe('jitter against Redis', () => {
   it('keeps each exponential wait between (1 − jitter) × its doubled value and that value', async () => {
-    h = new Harness();
+    h = harnesses.start();
     let clock!: AttemptClock;
     const worker = h.worker(async (job) => {
       if (job.attemptsMade < 3) clock.throw(new Error(`attempt ${job.attemptsMade + 1}`));
@@ -126,7 +120,7 @@ describe('jitter against Redis', () => {
   });
 
   it('draws a fresh wait for each retry of a fixed backoff', async () => {
-    h = new Harness();
+    h = harnesses.start();
     let clock!: AttemptClock;
     const worker = h.worker(async (job) => {
       if (job.attemptsMade < 5) clock.throw(new Error('again'));
@@ -147,7 +141,7 @@ describe('jitter against Redis', () => {
 
 describe('a custom backoff strategy (settings.backoffStrategy)', () => {
   it('is called for a custom type with attemptsMade, the type, the error and the job, and its ms are the wait', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const calls: Array<[number, string, string, string]> = [];
     const backoffStrategy: BackoffStrategy = (attemptsMade, type, error, job) => {
       calls.push([attemptsMade, type, error.message, job.id]);
@@ -170,7 +164,7 @@ describe('a custom backoff strategy (settings.backoffStrategy)', () => {
   });
 
   it('may answer with a promise', async () => {
-    h = new Harness();
+    h = harnesses.start();
     let clock!: AttemptClock;
     const worker = h.worker(async (job) => {
       if (job.attemptsMade < 1) clock.throw(new Error('once'));
@@ -185,7 +179,7 @@ describe('a custom backoff strategy (settings.backoffStrategy)', () => {
   });
 
   it('0 retries at once: back to wait, not to delayed', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const worker = h.worker(async (job) => {
       if (job.attemptsMade < 1) throw new Error('once');
       return 'ok';
@@ -198,7 +192,7 @@ describe('a custom backoff strategy (settings.backoffStrategy)', () => {
   });
 
   it('-1 fails the job for good now, whatever attempts are left, with the attempt\'s own reason', async () => {
-    h = new Harness();
+    h = harnesses.start();
     let runs = 0;
     const worker = h.worker(async () => { runs++; throw new Error('card declined'); }, { settings: { backoffStrategy: () => -1 } });
     const retried: boolean[] = [];
@@ -215,7 +209,7 @@ describe('a custom backoff strategy (settings.backoffStrategy)', () => {
   });
 
   it('one that throws fails the job for good naming its error; the worker goes on with other jobs', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const worker = h.worker(async (job) => {
       if (job.name === 'fails') throw new Error('upstream down');
       return 'ok';
@@ -241,7 +235,7 @@ describe('a custom backoff strategy (settings.backoffStrategy)', () => {
     ['nothing', undefined],
     ['Infinity', Infinity],
   ])('an answer that is %s fails the job for good, saying what it answered', async (_label, answer) => {
-    h = new Harness();
+    h = harnesses.start();
     const worker = h.worker(async () => { throw new Error('boom'); }, { settings: { backoffStrategy: () => answer as number } });
     const failed = finalFailure(worker);
     const job = await h.queue.add('j', {}, { attempts: 3, backoff: { type: 'odd' } });
@@ -254,7 +248,7 @@ describe('a custom backoff strategy (settings.backoffStrategy)', () => {
   });
 
   it('is not asked about the built-in types, nor when the job has no attempts left', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const asked: string[] = [];
     const worker = h.worker(async (job) => {
       if (job.attemptsMade < 1) throw new Error('once');
@@ -271,7 +265,7 @@ describe('a custom backoff strategy (settings.backoffStrategy)', () => {
   });
 
   it('a custom type on a worker without a strategy fails the job for good, naming the type', async () => {
-    h = new Harness();
+    h = harnesses.start();
     let runs = 0;
     const worker = h.worker(async () => { runs++; throw new Error('nope'); });
     const failed = finalFailure(worker);
@@ -287,7 +281,7 @@ describe('a custom backoff strategy (settings.backoffStrategy)', () => {
 
 describe("an error's retryAfter", () => {
   it('replaces the backoff for that attempt only', async () => {
-    h = new Harness();
+    h = harnesses.start();
     let clock!: AttemptClock;
     const worker = h.worker(async (job) => {
       if (job.attemptsMade === 0) clock.throw(tooManyRequests(300));
@@ -306,7 +300,7 @@ describe("an error's retryAfter", () => {
   });
 
   it('wins over a custom strategy, which is then not asked', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const asked: number[] = [];
     let clock!: AttemptClock;
     const worker = h.worker(async (job) => {
@@ -322,7 +316,7 @@ describe("an error's retryAfter", () => {
   });
 
   it('0, or a time already past (negative), retries at once; a fraction of a ms is rounded up', async () => {
-    h = new Harness();
+    h = harnesses.start();
     let clock!: AttemptClock;
     const retryAfter: number[] = [0, -5000, 120.2];
     const worker = h.worker(async (job) => {
@@ -342,7 +336,7 @@ describe("an error's retryAfter", () => {
   });
 
   it('is ignored when the job has no attempts left: it fails for good at once', async () => {
-    h = new Harness();
+    h = harnesses.start();
     let runs = 0;
     const worker = h.worker(async () => { runs++; throw tooManyRequests(100); });
     const failed = finalFailure(worker);
@@ -359,7 +353,7 @@ describe("an error's retryAfter", () => {
     ['NaN', Number.NaN],
     ['a Date', new Date()],
   ])('one that is %s fails the job for good, naming retryAfter', async (_label, retryAfter) => {
-    h = new Harness();
+    h = harnesses.start();
     const worker = h.worker(async () => { throw tooManyRequests(retryAfter); });
     const failed = finalFailure(worker);
     const job = await h.queue.add('j', {}, { attempts: 3, backoff: 10 });

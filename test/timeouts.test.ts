@@ -1,11 +1,11 @@
 import { setTimeout as wait } from 'node:timers/promises';
-import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
+import { afterAll, describe, expect, it } from '@jest/globals';
 import {
   EchoMQOptionError, JobCancelledError, JobTimeoutError, LockManager, Worker,
   type JobCancelledEvent,
 } from '../lib/index.js';
 import { eventually, newClient, queueKeys, sleep, testConnection } from './support/redis.js';
-import { collect, Harness } from './support/workers.js';
+import { collect, Harness, HarnessPerTest } from './support/workers.js';
 
 // Timeouts (opts.timeout, the worker's jobTimeout) and the cancels a worker makes itself
 // (worker.cancelJob, cancelAllJobs): the signal aborts with the reason, the job fails at once
@@ -17,14 +17,8 @@ afterAll(async () => {
   await client.quit();
 });
 
+const harnesses = new HarnessPerTest();
 let h: Harness;
-afterEach(async () => {
-  const used = h as Harness | undefined;
-  h = undefined as unknown as Harness;
-  if (!used) return;
-  await used.close();
-  expect(used.errors).toEqual([]);
-});
 
 /** A handler that never looks at its signal and returns `value` after `ms`; notes when it returned. */
 function ignoring(ms: number, value: unknown, returned: string[]): () => Promise<unknown> {
@@ -37,7 +31,7 @@ function ignoring(ms: number, value: unknown, returned: string[]): () => Promise
 
 describe('timeouts', () => {
   it('a handler that listens to its signal: the attempt fails with JobTimeoutError and is retried per attempts', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const reasons: unknown[] = [];
     const worker = h.worker(async (job, { signal }) => {
       if (job.attemptsStarted === 2) return 'second time lucky';
@@ -62,7 +56,7 @@ describe('timeouts', () => {
   });
 
   it('a handler that ignores it: the job fails without waiting, and its late result is refused', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const returned: string[] = [];
     const worker = h.worker(ignoring(600, 'too late', returned));
     let returnedBeforeFailed: number | undefined;
@@ -80,7 +74,7 @@ describe('timeouts', () => {
   });
 
   it('the worker\'s jobTimeout is the default; a job\'s own timeout wins over it', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const worker = h.worker(async (job, { signal }) => {
       await wait(Number((job.data as { ms: number }).ms), undefined, { signal });
       return 'ran';
@@ -95,7 +89,7 @@ describe('timeouts', () => {
   });
 
   it('a job without a timeout is never cut short', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const worker = h.worker(async () => {
       await sleep(300);
       return 'whole';
@@ -107,7 +101,7 @@ describe('timeouts', () => {
 
 describe('worker.cancelJob and cancelAllJobs', () => {
   it('cancels a running job: JobCancelledError on the signal and as the reason, not retried, cancelled$ says who', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const lockManager = new LockManager();
     const cancels: JobCancelledEvent[] = [];
     lockManager.cancelled$.subscribe((event) => cancels.push(event));
@@ -140,7 +134,7 @@ describe('worker.cancelJob and cancelAllJobs', () => {
   });
 
   it('cancelAllJobs fails every running job, ignoring handlers included, and the worker goes on', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const returned: string[] = [];
     const worker = h.worker(async (job) => (job.name === 'after' ? 'fine' : ignoring(800, job.name, returned)()), { concurrency: 3 });
     const failed = collect(worker, 'failed', 3);
@@ -156,7 +150,7 @@ describe('worker.cancelJob and cancelAllJobs', () => {
   });
 
   it('a cancel made while the handler is called (before its first await): the job fails cancelled, the handler\'s later rejection handled', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
@@ -179,7 +173,7 @@ describe('worker.cancelJob and cancelAllJobs', () => {
   });
 
   it('a job that finished is not cancelled after the fact', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const worker = h.worker(async () => 'done');
     const [done] = await Promise.all([collect(worker, 'completed', 1), h.queue.add('quick', {})]);
     expect(worker.cancelJob(done[0].id)).toBe(false);
@@ -189,7 +183,7 @@ describe('worker.cancelJob and cancelAllJobs', () => {
 
 describe('bad input', () => {
   it('opts.timeout and jobTimeout are checked, naming the field, before Redis is touched', async () => {
-    h = new Harness();
+    h = harnesses.start();
     for (const timeout of [0, -5, 1.5, '100', 2 ** 31]) {
       await expect(h.queue.add('x', {}, { timeout: timeout as number })).rejects.toThrow(EchoMQOptionError);
       await expect(h.queue.add('x', {}, { timeout: timeout as number })).rejects.toThrow(/timeout/);
@@ -200,7 +194,7 @@ describe('bad input', () => {
   });
 
   it('a cancel reason must be a string', async () => {
-    h = new Harness();
+    h = harnesses.start();
     const worker = h.worker(async () => undefined, { autorun: false });
     expect(() => worker.cancelJob('1', 42 as unknown as string)).toThrow(EchoMQOptionError);
     expect(() => worker.cancelAllJobs({} as unknown as string)).toThrow(/reason/);

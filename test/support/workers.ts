@@ -1,3 +1,4 @@
+import { afterEach, expect } from '@jest/globals';
 import { Queue, Worker, type ConnectionInput, type Job, type WorkerConstructorOptions } from '../../lib/index.js';
 import type { ProcessorFunction } from '../../lib/runtime/worker/job-runner.js';
 import { testConnection, uniqueQueueName } from './redis.js';
@@ -29,6 +30,29 @@ export class Harness {
   async close(): Promise<void> {
     await Promise.all(this.workers.map((w) => w.close(true)));
     await this.queue.close();
+  }
+}
+
+/**
+ * One Harness per test: start() makes the test's, and after the test it is closed and its workers
+ * are expected to have reported no error. Made at a test file's top (it registers the afterEach).
+ */
+export class HarnessPerTest {
+  private current?: Harness;
+
+  constructor() {
+    afterEach(async () => {
+      const used = this.current;
+      this.current = undefined;
+      if (!used) return; // a test that made no harness
+      await used.close();
+      expect(used.errors).toEqual([]);
+    });
+  }
+
+  start(connection?: ConnectionInput): Harness {
+    this.current = new Harness(connection);
+    return this.current;
   }
 }
 
