@@ -12,6 +12,7 @@ import { startRedis, type RedisProcess } from './support/redis-process.js';
 import {
   eventually, newClient, redisUrl, singleNodeDescribe, sleep, testConnection, uniqueQueueName,
 } from './support/redis.js';
+import { monitorCommands } from './support/monitor.js';
 import { snapshot } from './support/scripts.js';
 import { collect, Harness } from './support/workers.js';
 
@@ -360,9 +361,8 @@ singleNodeDescribe('what a worker sends for cancels (MONITOR)', () => {
   it('nothing while nobody cancels (the counter rides the tick\'s HMGET); one cancelledAmong-1 after a cancel', async () => {
     const name = uniqueQueueName('mon');
     const queue = new Queue(name, { connection: redis.url });
-    const monitor = await admin.monitor();
     const lines: Array<{ source: string; args: string[] }> = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    const stopMonitor = await monitorCommands(admin.options.host ?? '127.0.0.1', admin.options.port ?? 6379, (args, source) => {
       if (source !== 'lua') lines.push({ source, args: [args[0].toLowerCase(), ...args.slice(1)] });
     });
     const worker = new Worker(name, waitsForSignal(), { connection: redis.url, lockDuration: 600, stalledInterval: 600_000, concurrency: 2 });
@@ -392,7 +392,7 @@ singleNodeDescribe('what a worker sends for cancels (MONITOR)', () => {
       expect(looks[0].args.slice(5).sort()).toEqual([held.id, other.id].sort());
     } finally {
       await worker.close(true);
-      monitor.disconnect();
+      stopMonitor();
       await queue.close();
     }
   });

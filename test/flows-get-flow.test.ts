@@ -6,6 +6,7 @@ import { firstPages, hscanNoValues, listChildren, queueFirstPages, scanPlan } fr
 import { parseRedisVersion } from '../lib/runtime/redis-health.js';
 import { FaultyProxy } from './support/faulty-proxy.js';
 import { eventually, newClient, redisUrl, singleNodeIt, testConnection, uniqueQueueName } from './support/redis.js';
+import { monitorCommands } from './support/monitor.js';
 
 // FlowProducer.getFlow (docs/flows.md): a tree read back from Redis, its levels in other queues
 // (other hash slots: on the cluster run, other nodes).
@@ -206,17 +207,13 @@ describe('FlowProducer.getFlow', () => {
     for (let from = 0; from < 100_000; from += 10_000) {
       await client.sadd(pk.flow(added.job.id, 'dependencies'), ...Array.from({ length: 10_000 }, (_, i) => `emq:{${children}}:x${from + i}`));
     }
-    const admin = new Redis(redisUrl());
-    const monitor = await admin.monitor();
-    closers.push(async () => {
-      monitor.disconnect();
-      admin.disconnect();
-    });
+    const { hostname, port } = new URL(redisUrl());
     const sent: string[][] = [];
     const marker = `getflow-done-${parents}`;
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    const stopMonitor = await monitorCommands(hostname, Number(port), (args) => {
       if (args.some((arg) => arg.includes(parents) || arg === marker)) sent.push(args);
     });
+    closers.push(async () => stopMonitor());
     const read = await flow.getFlow({ id: added.job.id, queueName: parents });
     await client.echo(marker);
     await eventually(() => sent.some((args) => args.includes(marker)), 5000, 'the marker seen by MONITOR');

@@ -4,6 +4,7 @@ import { EchoMQOptionError, Queue, Worker } from '../lib/index.js';
 import { SCRIPTS } from '../lib/internal.js';
 import { recordMetrics } from '../lib/protocol/metrics.js';
 import { eventually, newClient, queueKeys, redisUrl, singleNodeIt, testConnection, uniqueQueueName } from './support/redis.js';
+import { monitorCommands } from './support/monitor.js';
 
 const MINUTE = 60_000;
 /** A minute start far from now, so the script's arithmetic is checked on chosen minutes. */
@@ -134,15 +135,14 @@ describe('metrics: recordMetrics-2', () => {
     const queue = new Queue(uniqueQueueName('metrics'), { connection: redisUrl() });
     try {
       await recordMetrics(queue.client, queue.keys, 'completed', 1, T0, 2500);
-      const monitor = await admin.monitor();
       let pushed = 0;
-      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      const stopMonitor = await monitorCommands(admin.options.host ?? '127.0.0.1', admin.options.port ?? 6379, (args, source) => {
         if (source === 'lua' && args[0].toLowerCase() === 'lpush' && args[1].includes(queue.name)) pushed += args.length - 2;
       });
       await recordMetrics(queue.client, queue.keys, 'completed', 1, T0 + 100_000 * MINUTE, 2500);
       await queue.getMetrics('completed'); // a round trip after the script: MONITOR has shown its commands
       await eventually(() => pushed >= 2500, 5_000, 'the pushes seen');
-      monitor.disconnect();
+      stopMonitor();
       expect(pushed).toBe(2500);
       const metrics = await queue.getMetrics('completed', 0, 0);
       expect(metrics.count).toBe(2500);
@@ -298,9 +298,8 @@ describe('metrics: a worker with metrics', () => {
     async function run(metrics: boolean): Promise<string[]> {
       const queue = new Queue(uniqueQueueName('metrics-hot'), { connection: redisUrl() });
       await queue.addBulk(Array.from({ length: 50 }, (_, i) => ({ name: 'n', data: { i } })));
-      const monitor = await admin.monitor();
       const sent: string[] = [];
-      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      const stopMonitor = await monitorCommands(admin.options.host ?? '127.0.0.1', admin.options.port ?? 6379, (args, source) => {
         if (source !== 'lua' && args.some((arg) => arg.includes(queue.name) || arg === sha)) sent.push(args.join(' '));
       });
       const worker = new Worker(queue.name, async () => 'ok', { connection: redisUrl(), ...(metrics ? { metrics: { maxDataPoints: 10 } } : {}) });
@@ -308,7 +307,7 @@ describe('metrics: a worker with metrics', () => {
       worker.on('completed', () => completed++);
       await eventually(() => completed === 50, 10_000);
       await worker.close();
-      monitor.disconnect();
+      stopMonitor();
       await queue.obliterate({ force: true });
       await queue.close();
       return sent;

@@ -5,6 +5,7 @@ import { LockManager, Queue, Worker } from '../lib/index.js';
 import { SCRIPTS } from '../lib/internal.js';
 import { startRedis, type RedisProcess } from './support/redis-process.js';
 import { eventually, newClient, singleNodeDescribe, sleep, testConnection, uniqueQueueName } from './support/redis.js';
+import { monitorCommands } from './support/monitor.js';
 import { Harness } from './support/workers.js';
 
 // queue.getWorkers() and what a worker's heartbeat carries (docs/limits.md): the registry entry and
@@ -98,16 +99,15 @@ singleNodeDescribe('what a worker sends (MONITOR)', () => {
 
   /** The commands (lower-cased name and args) every client sends while `during` runs, with the client's address. */
   async function monitored(during: (lines: Array<{ source: string; args: string[] }>) => Promise<void>) {
-    const monitor = await admin.monitor();
     const lines: Array<{ source: string; args: string[] }> = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    const stopMonitor = await monitorCommands(admin.options.host ?? '127.0.0.1', admin.options.port ?? 6379, (args, source) => {
       // Commands a script ran are listed too, from "lua": only what clients sent counts here.
       if (source !== 'lua') lines.push({ source, args: [args[0].toLowerCase(), ...args.slice(1)] });
     });
     try {
       await during(lines);
     } finally {
-      monitor.disconnect();
+      stopMonitor();
     }
   }
 
