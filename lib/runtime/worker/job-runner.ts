@@ -144,7 +144,6 @@ export class JobRunner {
     // A job that waited for its slot may have been cancelled, or lost its lock, meanwhile: it does
     // not start then, and emits no 'active'.
     const startable = slot === undefined || (slot === 'slot' && lock.held && !lock.abortReason);
-    if (slot === 'slot' && !startable) this.slots?.give();
     if (startable) this.events.active(job);
 
     let result: unknown;
@@ -163,11 +162,10 @@ export class JobRunner {
         failure = error instanceof Error ? error : new Error(String(error));
       } finally {
         if (timer) clearTimeout(timer);
-        if (slot === 'slot') this.slots?.give();
       }
-    } else if (slot === 'slot' && startable) {
-      this.slots?.give();
     }
+    // The handler ended (or never started): a slot taken goes to the next job held ahead.
+    if (slot === 'slot') this.slots?.give();
 
     const movedTo = this.movedAway.get(lock);
     if (movedTo) {

@@ -25,7 +25,8 @@ export class RunSlots {
   take(lock: JobLock): SlotOutcome | Promise<SlotOutcome> {
     // Cut short already (a cancel mark at pickup, a lost lock): it ends as such, not given back.
     if (this.closed) return lock.interruption || lock.abortReason ? 'aborted' : 'closing';
-    if (this.free > 0 && this.waiting.length === 0) {
+    // A free slot means nobody waits: give() hands a freed slot to the first waiter before it counts one free.
+    if (this.free > 0) {
       this.free--;
       return 'slot';
     }
@@ -62,10 +63,5 @@ export class RunSlots {
   close(): void {
     this.closed = true;
     for (const settle of this.waiting.splice(0).reverse()) settle('closing');
-  }
-
-  /** How many runs wait for a slot (internal: for tests). */
-  get waitingCount(): number {
-    return this.waiting.length;
   }
 }
