@@ -181,18 +181,14 @@ function tableRows(scenarios, results, sizes) {
   }
   // Redis CPU per job from its add to its finish, for each retention setting run (issue 17's goal).
   const cpu = (name, id) => medianOf(results.get(name)?.get(id), 'redisCpuUsPerJob');
+  // EchoMQ with prefetch 1 is set against BullMQ at concurrency 1 (which has no prefetch).
+  const processings = [[processConcurrency50.name, 'c50'], [processConcurrency1.name, 'c1'], [`${processConcurrency1.name}, EchoMQ prefetch 1`, 'c1, EchoMQ prefetch 1']];
   for (const { label } of RETENTIONS) {
-    for (const concurrency of [50, 1]) {
-      const processing = `${concurrency === 50 ? processConcurrency50.name : processConcurrency1.name}${label}`;
+    for (const [name, short] of processings) {
+      const processing = `${name}${label}`;
       if (!results.has(processing) || !results.has(addConcurrent.name)) continue;
       const combined = (id) => cpu(addConcurrent.name, id) + cpu(processing, id);
-      row(`Redis CPU µs/job, add concurrently + process c${concurrency}${label}`, combined('echomq'), combined('bullmq'));
-    }
-    // EchoMQ with prefetch 1 against BullMQ at concurrency 1 (which has no prefetch).
-    const prefetched = processConcurrency1Prefetch.find((scenario) => scenario.name.endsWith(`prefetch 1${label}`))?.name;
-    if (prefetched && results.has(prefetched) && results.has(addConcurrent.name)) {
-      const combined = (id) => cpu(addConcurrent.name, id) + cpu(prefetched, id);
-      row(`Redis CPU µs/job, add concurrently + process c1, EchoMQ prefetch 1${label}`, combined('echomq'), combined('bullmq'));
+      row(`Redis CPU µs/job, add concurrently + process ${short}${label}`, combined('echomq'), combined('bullmq'));
     }
   }
   return rows;
