@@ -58,4 +58,44 @@ describe('Fetcher: waiting for work', () => {
     expect(await blockedClients(shared)).toBe(before);
     expect(await shared.zcard(keys.marker)).toBe(0);
   });
+
+  it('passes a due time on to every blocked worker, so it is not lost with the one it woke', async () => {
+    const shared = client();
+    const keys = new Keys(uniqueQueueName());
+    const before = await blockedClients(shared);
+    // Blocked in this order; Redis serves the one blocked longest first.
+    const first = fetcher(keys, shared).waitForWork({ nextDelayedAt: 0, rateLimitedFor: 0 });
+    await eventually(async () => (await blockedClients(shared)) === before + 1, 10_000, 'the first block in Redis');
+    const second = fetcher(keys, shared).waitForWork({ nextDelayedAt: 0, rateLimitedFor: 0 });
+    await eventually(async () => (await blockedClients(shared)) === before + 2, 10_000, 'both blocks in Redis');
+    const dueAt = Date.now() + 60_000;
+    await shared.zadd(keys.marker, dueAt, '1'); // a delayed job was added
+    // Both wake (a wait that relied on drainDelay would hang the test), and the second puts the
+    // marker back too: nobody that knew the due time has taken it out of the round yet.
+    await Promise.all([first, second]);
+    await eventually(async () => (await shared.zscore(keys.marker, '1')) === String(dueAt), 10_000, 'the marker put back');
+  });
+
+  it('keeps waiting, and ends the round, when it knew an earlier or the same due time', async () => {
+    const shared = client();
+    const keys = new Keys(uniqueQueueName());
+    const knownDueAt = Date.now() + 3000;
+    let ended = false;
+    const wait = fetcher(keys, shared).waitForWork({ nextDelayedAt: knownDueAt, rateLimitedFor: 0 }).then(() => { ended = true; });
+    await shared.zadd(keys.marker, knownDueAt + 1000, '1');
+    await eventually(async () => (await shared.zcard(keys.marker)) === 0, 10_000, 'the marker popped');
+    expect(ended).toBe(false);
+    await wait;
+    expect(Date.now()).toBeGreaterThanOrEqual(knownDueAt);
+    expect(await shared.zcard(keys.marker)).toBe(0);
+  });
+
+  it('takes a due time that has come as its own wake-up, without passing it on', async () => {
+    const shared = client();
+    const keys = new Keys(uniqueQueueName());
+    const wait = fetcher(keys, shared).waitForWork({ nextDelayedAt: 0, rateLimitedFor: 0 });
+    await shared.zadd(keys.marker, Date.now() - 1, '1');
+    await wait;
+    expect(await shared.zcard(keys.marker)).toBe(0);
+  });
 });

@@ -36,12 +36,22 @@ export interface FetchSettings {
  *
  * Every wait ends at interrupt(): the rate-limit window too (an hourly limiter would otherwise
  * hold a closing worker for up to an hour).
+ *
+ * A marker "1" (a delayed job due at its score) wakes one blocked worker; that worker alone would
+ * then know the due time, and if it died before it (kill -9) the others would find the job only at
+ * their drainDelay, which for a job scheduler means a missed slot. So a worker that pops a due time
+ * earlier than any it knew passes the marker on (puts it back) before it reads the queue: each
+ * blocked worker learns it in turn, and the round ends at a worker that knew it already, which
+ * keeps waiting without a call (its timer fires at that due time or earlier). docs/protocol.md,
+ * "The wake-up marker".
  */
 export class Fetcher {
   private readonly sleeper = new Sleeper();
   private interrupted = false;
-  private block?: Promise<unknown>;
+  private block?: Promise<BlockEnd>;
   private waiting = false;
+  /** The earliest due time of a delayed job this worker knows (its timer fires then); 0: none. */
+  private knownDueAt = 0;
 
   /** How often the shared connection dropped: a fetch that spans a drop may have been sent twice. */
   private readonly connection: DropCounter;
@@ -86,19 +96,24 @@ export class Fetcher {
       await this.sleeper.sleep(pickup.rateLimitedFor);
       return;
     }
-    let untilDue = Infinity;
-    if (pickup.nextDelayedAt > 0) {
-      untilDue = pickup.nextDelayedAt - Date.now();
-      if (untilDue <= 0) return;
-    }
-    const block = (this.block ??= this.startBlock());
-    this.waiting = true;
-    try {
-      // interrupt() ends the wait itself, not only the block: a BZPOPMIN that ioredis holds to
-      // send again after a reconnect is never settled when the connection is dropped meanwhile.
-      await this.sleeper.race(untilDue >= this.settings.drainDelay * 1000 ? Infinity : untilDue, block);
-    } finally {
-      this.waiting = false;
+    this.knownDueAt = pickup.nextDelayedAt;
+    for (;;) {
+      let untilDue = Infinity;
+      if (this.knownDueAt > 0) {
+        untilDue = this.knownDueAt - Date.now();
+        if (untilDue <= 0) return;
+      }
+      const block = (this.block ??= this.startBlock());
+      let end: BlockEnd | undefined;
+      this.waiting = true;
+      try {
+        // interrupt() ends the wait itself, not only the block: a BZPOPMIN that ioredis holds to
+        // send again after a reconnect is never settled when the connection is dropped meanwhile.
+        await this.sleeper.race(untilDue >= this.settings.drainDelay * 1000 ? Infinity : untilDue, block.then((ended) => { end = ended; }));
+      } finally {
+        this.waiting = false;
+      }
+      if (end !== 'known' || this.interrupted) return;
     }
   }
 
@@ -117,18 +132,11 @@ export class Fetcher {
     if (this.blockingClient) dropClient(this.blockingClient);
   }
 
-  private startBlock(): Promise<unknown> {
+  private startBlock(): Promise<BlockEnd> {
     if (!this.blockingClient) throw new Error('a lane of a partitioned queue never blocks on its marker');
-    const marker = this.keys.marker;
     // Redis takes fractional seconds; 1 ms is its finest step.
-    const block: Promise<unknown> = this.blockingClient.bzpopmin(marker, Math.max(0.001, this.settings.drainDelay).toFixed(3))
-      .then((popped) => {
-        if (popped && !this.waiting && !this.interrupted) {
-          const [, member, score] = popped as [string, string, string];
-          void this.client.zadd(marker, score, member).catch(() => undefined);
-        }
-        return popped;
-      })
+    const block: Promise<BlockEnd> = this.blockingClient.bzpopmin(this.keys.marker, Math.max(0.001, this.settings.drainDelay).toFixed(3))
+      .then((popped) => this.judge(popped as [string, string, string] | null))
       .finally(() => {
         if (this.block === block) this.block = undefined;
       });
@@ -137,4 +145,33 @@ export class Fetcher {
     block.catch(() => undefined);
     return block;
   }
+
+  /** What a popped marker means to this worker; puts it back where another worker needs it. */
+  private judge(popped: [key: string, member: string, score: string] | null): BlockEnd {
+    if (!popped) return 'timeout';
+    const [, member, score] = popped;
+    if (this.interrupted) return 'wake';
+    // Nobody waits here (the timer outlived the block): the wake-up is for another worker.
+    if (!this.waiting) return this.putBack(member, score);
+    if (member !== DUE_MARKER) return 'wake';
+    const dueAt = Number(score);
+    if (!(dueAt > Date.now())) return 'wake'; // due now: this worker takes it
+    if (this.knownDueAt > 0 && this.knownDueAt <= dueAt) return 'known';
+    return this.putBack(member, score); // news: the next blocked worker learns it too
+  }
+
+  /**
+   * ZADD LT: a marker "1" set meanwhile for an earlier due time stays (the earlier news wins); "0"
+   * scores 0 and stays as it is.
+   */
+  private putBack(member: string, score: string): 'wake' {
+    void this.client.zadd(this.keys.marker, 'LT', score, member).catch(() => undefined);
+    return 'wake';
+  }
 }
+
+/** How a block on the marker ended: drainDelay passed, a wake-up to act on, or a due time this worker knew. */
+type BlockEnd = 'timeout' | 'wake' | 'known';
+
+/** The marker member of a delayed job's due time (its score); "0" is ready work. */
+const DUE_MARKER = '1';
