@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { Cluster, Redis } from 'ioredis';
-import { Keys } from '../lib/index.js';
+import { Keys, Queue } from '../lib/index.js';
 import { Scripts } from '../lib/internal.js';
 import { Fetcher } from '../lib/runtime/worker/fetcher.js';
-import { eventually, masters, newClient, uniqueQueueName } from './support/redis.js';
+import { eventually, masters, newClient, testConnection, uniqueQueueName } from './support/redis.js';
 
 // The Fetcher's idle wait against real Redis: a delayed job's due time ends the wait by a local
 // timer (Redis would time a block out only on its 100 ms cron), and the block that timer outlived
@@ -12,8 +12,10 @@ const DRAIN_DELAY_S = 60; // far over the test timeout: a wait that relied on it
 
 const clients: Array<Redis | Cluster> = [];
 const fetchers: Fetcher[] = [];
+const queues: Queue[] = [];
 afterEach(async () => {
   for (const fetcher of fetchers.splice(0)) fetcher.interrupt();
+  for (const queue of queues.splice(0)) await queue.close();
   for (const client of clients.splice(0)) client.disconnect();
 });
 
@@ -61,19 +63,40 @@ describe('Fetcher: waiting for work', () => {
 
   it('passes a due time on to every blocked worker, so it is not lost with the one it woke', async () => {
     const shared = client();
-    const keys = new Keys(uniqueQueueName());
+    const name = uniqueQueueName();
+    const keys = new Keys(name);
+    const queue = new Queue(name, { connection: testConnection() });
+    queues.push(queue);
     const before = await blockedClients(shared);
     // Blocked in this order; Redis serves the one blocked longest first.
-    const first = fetcher(keys, shared).waitForWork({ nextDelayedAt: 0, rateLimitedFor: 0 });
+    const first = fetcher(keys, shared);
+    const firstWoke = first.waitForWork({ nextDelayedAt: 0, rateLimitedFor: 0 });
     await eventually(async () => (await blockedClients(shared)) === before + 1, 10_000, 'the first block in Redis');
-    const second = fetcher(keys, shared).waitForWork({ nextDelayedAt: 0, rateLimitedFor: 0 });
+    const second = fetcher(keys, shared);
+    const secondWoke = second.waitForWork({ nextDelayedAt: 0, rateLimitedFor: 0 });
     await eventually(async () => (await blockedClients(shared)) === before + 2, 10_000, 'both blocks in Redis');
-    const dueAt = Date.now() + 60_000;
-    await shared.zadd(keys.marker, dueAt, '1'); // a delayed job was added
-    // Both wake (a wait that relied on drainDelay would hang the test), and the second puts the
-    // marker back too: nobody that knew the due time has taken it out of the round yet.
-    await Promise.all([first, second]);
-    await eventually(async () => (await shared.zscore(keys.marker, '1')) === String(dueAt), 10_000, 'the marker put back');
+    const job = await queue.add('later', {}, { delay: 60_000 }); // sets "1" at its due time
+    const dueAt = job.timestamp + 60_000;
+    // The first wakes and reads the queue; its pickup confirms the due time and passes it on. A wait
+    // that relied on drainDelay would hang the test.
+    await firstWoke;
+    expect((await first.fetch('t1')).pickup.nextDelayedAt).toBe(dueAt);
+    await secondWoke;
+    await second.fetch('t2');
+    // Nobody that knew the due time has taken it out of the round yet.
+    expect(await shared.zscore(keys.marker, '1')).toBe(String(dueAt));
+  });
+
+  it('drops a due time no delayed job has any more, instead of passing it around', async () => {
+    const shared = client();
+    const keys = new Keys(uniqueQueueName());
+    const waiter = fetcher(keys, shared);
+    const woke = waiter.waitForWork({ nextDelayedAt: 0, rateLimitedFor: 0 });
+    // A "1" left by a delayed job that was removed or promoted since.
+    await shared.zadd(keys.marker, Date.now() + 60_000, '1');
+    await woke;
+    expect((await waiter.fetch('t')).pickup.nextDelayedAt).toBe(0);
+    expect(await shared.zcard(keys.marker)).toBe(0); // ordered after any put-back on this connection
   });
 
   it('keeps waiting, and ends the round, when it knew an earlier or the same due time', async () => {

@@ -40,7 +40,9 @@ export interface FetchSettings {
  * A marker "1" (a delayed job due at its score) wakes one blocked worker; that worker alone would
  * then know the due time, and if it died before it (kill -9) the others would find the job only at
  * their drainDelay, which for a job scheduler means a missed slot. So a worker that pops a due time
- * earlier than any it knew passes the marker on (puts it back) before it reads the queue: each
+ * earlier than any it knew reads the queue, and when the pickup confirms a delayed job due by then
+ * (a "1" outlives a job removed or promoted meanwhile, and passing that one on would keep every
+ * idle worker busy until its score), passes the marker on with the confirmed due time: each
  * blocked worker learns it in turn, and the round ends at a worker that knew it already, which
  * keeps waiting without a call (its timer fires at that due time or earlier). docs/protocol.md,
  * "The wake-up marker".
@@ -52,6 +54,10 @@ export class Fetcher {
   private waiting = false;
   /** The earliest due time of a delayed job this worker knows (its timer fires then); 0: none. */
   private knownDueAt = 0;
+  /** The score of a "1" that was news to this worker, to pass on once the next pickup confirms it; 0: none. */
+  private news = 0;
+  /** Counts stopWaiting() calls: a wait that went on after a known due time ends at one too. */
+  private stops = 0;
 
   /** How often the shared connection dropped: a fetch that spans a drop may have been sent twice. */
   private readonly connection: DropCounter;
@@ -78,7 +84,10 @@ export class Fetcher {
   async fetch(token: string): Promise<{ pickup: Pickup; sentTwice: HandedOverJob[] }> {
     const drops = this.connection.drops;
     const { limits } = this.settings;
+    const news = this.news;
+    this.news = 0;
     const pickup = await this.scripts.moveToActive(token, this.settings.lockDuration, Date.now(), limits?.rateLimit, limits?.pickupBound);
+    if (news > 0 && pickup.nextDelayedAt > 0 && pickup.nextDelayedAt <= news) this.putBack(DUE_MARKER, String(pickup.nextDelayedAt));
     if (drops === this.connection.drops) return { pickup, sentTwice: [] };
     const held = await findAllByLockToken(this.client, this.keys, token);
     return { pickup, sentTwice: held.filter((job) => job.id !== pickup.job?.id) };
@@ -97,6 +106,7 @@ export class Fetcher {
       return;
     }
     this.knownDueAt = pickup.nextDelayedAt;
+    const stops = this.stops;
     for (;;) {
       let untilDue = Infinity;
       if (this.knownDueAt > 0) {
@@ -113,7 +123,7 @@ export class Fetcher {
       } finally {
         this.waiting = false;
       }
-      if (end !== 'known' || this.interrupted) return;
+      if (end !== 'known' || this.interrupted || this.stops !== stops) return;
     }
   }
 
@@ -122,6 +132,7 @@ export class Fetcher {
    * later is put back for another worker instead of being swallowed here.
    */
   stopWaiting(): void {
+    this.stops++;
     this.sleeper.wake();
   }
 
@@ -157,7 +168,8 @@ export class Fetcher {
     const dueAt = Number(score);
     if (!(dueAt > Date.now())) return 'wake'; // due now: this worker takes it
     if (this.knownDueAt > 0 && this.knownDueAt <= dueAt) return 'known';
-    return this.putBack(member, score); // news: the next blocked worker learns it too
+    this.news = dueAt; // passed on by the pickup this wake-up leads to, if it confirms the due time
+    return 'wake';
   }
 
   /**
