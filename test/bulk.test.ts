@@ -17,11 +17,17 @@ describe('bulk acceptance', () => {
       let maxInFlight = 0;
       let allDone!: () => void;
       const finished = new Promise<void>((resolve) => (allDone = resolve));
+      // The first handlers wait until 50 are in flight together (or 10 s pass, and the assertion
+      // below fails): a handler that only yields may end before the 50th starts on a loaded
+      // machine, so the peak would measure the machine, not the worker's concurrency.
+      let fullHouse!: () => void;
+      const fifty = new Promise<void>((resolve) => (fullHouse = resolve));
+      const giveUp = setTimeout(fullHouse, 10_000);
       const worker = h.worker(async (job) => {
         runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
         maxInFlight = Math.max(maxInFlight, ++inFlight);
-        // Yield so that 50 jobs really are in flight together.
-        await new Promise((resolve) => setImmediate(resolve));
+        if (inFlight === 50) fullHouse();
+        await (maxInFlight < 50 ? fifty : new Promise((resolve) => setImmediate(resolve)));
         inFlight--;
         return (job.data as { i: number }).i;
       }, { concurrency: 50 });
@@ -32,6 +38,7 @@ describe('bulk acceptance', () => {
         await h.queue.addBulk(Array.from({ length: batch }, (_, k) => ({ name: 'bulk', data: { i: start + k } })));
       }
       await finished;
+      clearTimeout(giveUp);
 
       expect(runs.size).toBe(TOTAL);
       expect(maxInFlight).toBe(50);
