@@ -97,6 +97,25 @@ export function checkScenario({ ids, jobs, finished, left, records, faults, cras
   };
 }
 
+/**
+ * For each job a faulted worker held at its fault (`held(recordsOfVictim, at)` names them), the ms
+ * from the fault until Redis's event stream shows the job out of active (`leavesActive`): swept
+ * back (`stalled`), or finished or moved by a write in flight at the fault (0 when it landed
+ * first); Infinity when it never left. The protocol bounds this by lockDuration + stalledInterval;
+ * the rerun after it may wait longer, behind the jobs already in wait. (Redis's event times and the
+ * ledgers' are ms of one clock.)
+ */
+export function releasesAfterFaults({ faults, records, events, held, leavesActive }) {
+  const releases = [];
+  for (const fault of faults) {
+    for (const attempt of held(records.filter((r) => r.w === fault.worker), fault.at)) {
+      const release = events.find((e) => e.jobId === attempt.id && e.at >= attempt.t && leavesActive(e));
+      releases.push(release ? Math.max(0, release.at - fault.at) : Infinity);
+    }
+  }
+  return releases;
+}
+
 /** The verdict of one row: the list of checks that failed (empty when the scenario passed). */
 export function violations(row, { expectRefusals = false, boundRecovery = true } = {}) {
   const problems = [];

@@ -23,14 +23,15 @@ export function readLedger(member) {
 
 /**
  * Jobs a worker has started and not yet seen end (accepted, refused or failed, or left unfinished:
- * moved to delayed or given back for a rate limit) at time `at`.
+ * moved to delayed or given back for a rate limit) at time `at`. With `opens` 'pickup' (workers
+ * with prefetch ledger each pickup): the jobs it held, started or still waiting for a handler.
  */
-export function openAttempts(records, at = Infinity) {
+export function openAttempts(records, at = Infinity, opens = 'start') {
   const open = new Map();
   for (const record of records) {
     if (record.t > at) break;
     const key = `${record.id}#${record.ats}`;
-    if (record.type === 'start') open.set(key, record);
+    if (record.type === opens && !open.has(key)) open.set(key, record);
     if (ENDS.has(record.type)) open.delete(key);
   }
   return [...open.values()];

@@ -3,7 +3,7 @@
 // back for a 429 (updateData, worker.rateLimit, RateLimitError: moveJobFromActiveToWait-11), with
 // worker processes killed -9 right around those moves. What Redis holds at the end and its event
 // stream against the ledgers.
-import { violations } from './checks.mjs';
+import { releasesAfterFaults, violations } from './checks.mjs';
 import { openAttempts } from './ledger.mjs';
 
 const isStepMove = (e) => e.event === 'delayed';
@@ -99,14 +99,8 @@ export function checkMoves({ ids, kinds, jobs, records, events, faults, timing }
   // (in flight at the kill, its worker's record lost with it). The rerun itself may then wait longer: a sweep puts the job behind those in wait,
   // and each worker.rateLimit stops the whole queue for a while; that wait is the load's, not the
   // recovery's, so fault→rerun is reported and not bounded here.
-  const releases = [];
   const leavesActive = (e) => ['stalled', 'completed', 'failed'].includes(e.event) || isStepMove(e) || isGiveBack(e);
-  for (const fault of faults) {
-    for (const attempt of openAttempts(records.filter((r) => r.w === fault.worker), fault.at)) {
-      const release = events.find((e) => e.jobId === attempt.id && e.at >= attempt.t && leavesActive(e));
-      releases.push(release ? Math.max(0, release.at - fault.at) : Infinity);
-    }
-  }
+  const releases = releasesAfterFaults({ faults, records, events, held: openAttempts, leavesActive });
 
   return {
     maxReleaseMs: releases.length ? Math.max(...releases) : null,

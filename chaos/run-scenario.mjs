@@ -13,6 +13,7 @@ import { onInterrupt } from './interrupt.mjs';
 import { readLedgers } from './ledger.mjs';
 import { checkCancels } from './cancel-checks.mjs';
 import { checkMoves, movedRuns } from './move-checks.mjs';
+import { checkPrefetch } from './prefetch-checks.mjs';
 import { sleep } from './faults.mjs';
 import { FREEZE_MS, TIMING } from './scenarios.mjs';
 
@@ -54,19 +55,19 @@ export async function runScenario(scenario, profile, libPath) {
     await fleet.stopAll();
     const state = await readState(admin, queue, ids.map((j) => j.id));
     const records = readLedgers(fleet.members);
-    const events = scenario.moves || scenario.cancels ? await readEvents(admin, queue.keys.events) : [];
+    const events = scenario.moves || scenario.cancels || scenario.workerOptions?.prefetch ? await readEvents(admin, queue.keys.events) : [];
     const cancelled = new Set((ctx.cancels ?? []).filter((c) => c.result).map((c) => c.id));
     const row = {
       scenario: scenario.name,
       ...checkScenario({ ids: ids.map((j) => j.id), ...state, records, faults: ctx.faults, crashes: fleet.crashes(), timing: TIMING, movedRuns: movedRuns(records, events), cancelled }),
     };
-    // Held jobs a closing worker gave back unstarted (prefetch): their `left` records, never started.
     if (scenario.workerOptions?.prefetch) {
-      const givenBack = records.filter((r) => r.type === 'left' && r.reason === 'requeued');
-      const started = new Set(records.filter((r) => r.type === 'start').map((r) => `${r.id}#${r.ats}`));
-      row.givenBack = givenBack.length;
-      // A held job given back must never have started (its handler run, then the job handed on).
-      row.givenBackAfterStart = givenBack.filter((r) => started.has(`${r.id}#${r.ats}`)).length;
+      if (process.env.CHAOS_KEEP) {
+        writeFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+        writeFileSync(join(dir, 'kills.json'), JSON.stringify(ctx.faults, null, 1));
+        console.log(`ledgers, events and faults kept in ${dir}`);
+      }
+      return { ...row, ...checkPrefetch({ records, events, faults: ctx.faults, timing: TIMING }) };
     }
     if (scenario.cancels) {
       if (process.env.CHAOS_KEEP) {

@@ -132,6 +132,10 @@ for (const worker of workers) {
     // held ahead (prefetch) may be given back before it starts, so no `start` says it.
     worker.lockManager.acquired$.subscribe((event) => current.set(event.jobId, event.attemptsStarted));
   }
+  if (config.workerOptions.prefetch) {
+    // A job held ahead is locked from its pickup: a kill before it starts must return it too.
+    worker.lockManager.acquired$.subscribe((event) => record({ type: 'pickup', id: event.jobId, ats: event.attemptsStarted }));
+  }
   if (config.watchCancels) {
     // Each cancel as the worker acts on it: from its heartbeat or its pickup.
     worker.lockManager.cancelled$.subscribe((event) => record({ type: 'cancelled', id: event.jobId, ats: current.get(event.jobId), by: event.by, reason: event.reason }));
