@@ -27,18 +27,22 @@ export interface Prepared {
   at: string;
 }
 
+/** What job preparation reads of the queue it adds to: built once per Queue. */
+export interface AddTarget {
+  readonly queueName: string;
+  readonly partitions: number;
+  readonly options: Pick<ResolvedQueueOptions, 'defaultJobOptions' | 'maxDataSize'>;
+}
+
 /**
- * One job of an add, checked and ready to send, for queue `queueName` of `partitions` partitions
- * with the resolved `options`. `metadata`: the trace context of the add's span, when the queue has
- * `telemetry`.
+ * One job of an add to `target`, checked and ready to send. `metadata`: the trace context of the
+ * add's span, when the queue has `telemetry`.
  */
-export function prepareJob(
-  queueName: string, partitions: number, options: Pick<ResolvedQueueOptions, 'defaultJobOptions' | 'maxDataSize'>,
-  name: unknown, data: unknown, opts: JobOptions, at: string, metadata?: string,
-): Prepared {
+export function prepareJob(target: AddTarget, name: unknown, data: unknown, opts: JobOptions, at: string, metadata?: string): Prepared {
+  const { partitions, options } = target;
   if (typeof name !== 'string' || name.length === 0) throw new EchoMQOptionError(`${at}: job name`, `must be a non-empty string, got ${describe(name)}`);
   validateJobOptions(opts, `${at}: opts.`);
-  const parent = checkParentOptions(queueName, partitions, opts, at);
+  const parent = checkParentOptions(target, opts, at);
   const merged: JobOptions = { ...options.defaultJobOptions, ...opts };
   // After the merge: an omitContext among the queue's defaults counts too.
   if (metadata) merged.telemetry = withTraceContext(merged.telemetry, metadata);
@@ -60,7 +64,7 @@ export function prepareJob(
 }
 
 /** `opts.parent` and the failure options that go with it, checked before anything is written. */
-function checkParentOptions(queueName: string, partitions: number, opts: JobOptions, at: string): CheckedParent | undefined {
+function checkParentOptions({ queueName, partitions }: AddTarget, opts: JobOptions, at: string): CheckedParent | undefined {
   const policies = POLICIES.filter(([name]) => {
     const value = opts[name];
     if (value !== undefined && typeof value !== 'boolean') throw new EchoMQOptionError(`${at}: opts.${name}`, `must be true or false, got ${describe(value)}`);

@@ -10,7 +10,7 @@ import { JOB_STATES, parseJobState, parseJobStates, type JobStateName } from './
 import { resolveQueueOptions, type JobOptions, type QueueOptions, type ResolvedQueueOptions } from '../options.js';
 import { QueuePart } from './queue-part.js';
 import { PartitionRouter } from './partition-router.js';
-import { prepareJob, type Prepared } from './prepare-job.js';
+import { prepareJob, type AddTarget, type Prepared } from './prepare-job.js';
 import { QueueGetters } from './queue-getters.js';
 import { QueueJobControl, type JobLogs, type PromoteJobsOptions, type RetryJobsOptions } from './queue-job-control.js';
 import { partitionCountError } from './partition-count.js';
@@ -50,6 +50,8 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
   private readonly parts: QueuePart[];
   /** Where each add goes, and where a job or a deduplication id may be (partition-router.ts). */
   private readonly router: PartitionRouter;
+  /** What each add's job preparation reads of this queue (prepare-job.ts). */
+  private readonly addTarget: AddTarget;
   private readonly ownsClient: boolean;
   private closing?: Promise<void>;
   /** A partitioned queue's first add checks its count against the one in Redis (partition-count.ts). */
@@ -69,6 +71,7 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
     this.ownsClient = owned;
     this.parts = Array.from({ length: partitions }, (_, i) => new QueuePart(client, name, i, partitions, prefix, maxEvents, maxDataSize));
     this.router = new PartitionRouter(this.parts);
+    this.addTarget = { queueName: name, partitions, options: this.options };
     this.limits = new QueueLimits(client, this.parts[0].keys, name, partitions);
     this.schedulers = new JobSchedulers<Data, Result>({
       parts: this.parts,
@@ -129,7 +132,7 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
 
   /** add() after its span, if any: `metadata` is the trace context the job carries (opts.telemetry). */
   private async addOne(name: string, data: Data, opts: JobOptions, metadata?: string): Promise<Job<Data, Result>> {
-    const prepared = prepareJob(this.name, this.parts.length, this.options, name, data, opts, 'add', metadata);
+    const prepared = prepareJob(this.addTarget, name, data, opts, 'add', metadata);
     this.assertOpen();
     if (prepared.parent) {
       await this.checkChildAdds([prepared], `add of job "${name}" with a parent to queue ${this.name}`);
@@ -146,7 +149,7 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
   /** addBulk() after its span, if any: every job carries `metadata`, its trace context. */
   private async addMany(jobs: Array<{ name: string; data: Data; opts?: JobOptions }>, metadata?: string): Promise<Array<Job<Data, Result>>> {
     if (!Array.isArray(jobs)) throw new EchoMQOptionError('addBulk', `takes an array of { name, data, opts }, got ${describe(jobs)}`);
-    const prepared = jobs.map((job, i) => prepareJob(this.name, this.parts.length, this.options, job?.name, job?.data, job?.opts ?? {}, `addBulk[${i}]`, metadata));
+    const prepared = jobs.map((job, i) => prepareJob(this.addTarget, job?.name, job?.data, job?.opts ?? {}, `addBulk[${i}]`, metadata));
     this.assertOpen();
     // Children go one by one (each takes three calls over two slots); the others in bulk, as before.
     // Every entry is checked in Redis first (parents, ids): one that cannot be added writes nothing.
