@@ -32,7 +32,7 @@ export interface JobLogs {
 /** What the Queue gives its job control: its parts, and where a job id may be. */
 export interface JobControlHost {
   parts: readonly QueuePart[];
-  /** The parts that may hold a job, in rounds (Queue.partsThatMayHold). */
+  /** The parts that may hold a job, in rounds (PartitionRouter.partsThatMayHold). */
   partsThatMayHold(jobId: string): QueuePart[][];
 }
 

@@ -1,29 +1,27 @@
 import { EchoMQError, EchoMQOptionError } from '../../protocol/errors.js';
 import type { Keys } from '../../protocol/keys.js';
 import { assertDeduplicationId, assertQueueName, describe } from '../../protocol/names.js';
-import {
-  assertCustomIdForPartitions, assertPartitionedName, partitionOf, partitionOfAutoId, routingKeyOf,
-} from '../../protocol/partitions.js';
-import { parseSchedulerJobId } from '../../protocol/scheduler-ids.js';
+import { assertPartitionedName } from '../../protocol/partitions.js';
 import type { RedisClient } from '../../protocol/script.js';
-import type { AddedJob, NewJob } from '../../protocol/scripts.js';
+import type { AddedJob } from '../../protocol/scripts.js';
 import { closeClient, connect } from '../connection.js';
 import { canNameJob, Job } from './job.js';
 import { JOB_STATES, parseJobState, parseJobStates, type JobStateName } from './job-state.js';
-import { resolveQueueOptions, validateJobOptions, type JobOptions, type QueueOptions, type ResolvedQueueOptions } from '../options.js';
+import { resolveQueueOptions, type JobOptions, type QueueOptions, type ResolvedQueueOptions } from '../options.js';
 import { QueuePart } from './queue-part.js';
+import { PartitionRouter } from './partition-router.js';
+import { prepareJob, type AddTarget, type Prepared } from './prepare-job.js';
 import { QueueGetters } from './queue-getters.js';
 import { QueueJobControl, type JobLogs, type PromoteJobsOptions, type RetryJobsOptions } from './queue-job-control.js';
 import { partitionCountError } from './partition-count.js';
 import { listJobs } from './job-listing.js';
 import { ascendingByDefault } from './partition-order.js';
 import { explainRedisError } from '../redis-health.js';
-import { toJson } from './serialize.js';
 import { deleteDeduplicationKeys } from './deduplication-keys.js';
 import { FlowScripts } from '../../protocol/flow-scripts.js';
-import { parentPolicyOf, POLICIES } from '../flows/flow-tree.js';
+import { parentPolicyOf } from '../flows/flow-tree.js';
 import { checkChildAdds } from '../flows/child-add-checks.js';
-import { addChild, checkJobRef, type CheckedParent } from '../flows/step-jobs.js';
+import { addChild, type CheckedParent } from '../flows/step-jobs.js';
 import { removeJobOfFlow, type RemoveOptions } from '../flows/flow-removal.js';
 import { JobSchedulers, type JobSchedulerJson } from '../schedulers/job-schedulers.js';
 import type { RepeatOptions } from '../schedulers/repeat-options.js';
@@ -36,18 +34,6 @@ import { readMetrics, readMetricsTotals, type Metrics, type MetricsType } from '
 import { assertPrometheusLabels, queueMetricsText, PROMETHEUS_STATES } from './prometheus-text.js';
 import { traceAdd } from '../telemetry/producer-span.js';
 import { ATTRIBUTES } from '../telemetry/attributes.js';
-import { withTraceContext } from '../telemetry/telemetry.js';
-
-/** A job as add() checked it: what the add scripts take, the options it was given merged with the defaults, its data. */
-interface Prepared {
-  job: NewJob;
-  opts: JobOptions;
-  data: unknown;
-  /** Its parent, when added with `parent` (a child; docs/flows.md, "Step jobs"). */
-  parent?: CheckedParent;
-  /** Where a message about it says it came from (`add`, `addBulk[2]`). */
-  at: string;
-}
 
 /** How many jobs each state holds, keyed by the name the caller used (`waiting` or `wait`). */
 export type JobCounts = Record<JobStateName, number>;
@@ -62,9 +48,11 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
   readonly client: RedisClient;
   readonly options: ResolvedQueueOptions;
   private readonly parts: QueuePart[];
+  /** Where each add goes, and where a job or a deduplication id may be (partition-router.ts). */
+  private readonly router: PartitionRouter;
+  /** What each add's job preparation reads of this queue (prepare-job.ts). */
+  private readonly addTarget: AddTarget;
   private readonly ownsClient: boolean;
-  /** The partition the next job without a routing key goes to. */
-  private roundRobin = 0;
   private closing?: Promise<void>;
   /** A partitioned queue's first add checks its count against the one in Redis (partition-count.ts). */
   private countChecked?: Promise<void>;
@@ -82,6 +70,8 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
     this.client = client;
     this.ownsClient = owned;
     this.parts = Array.from({ length: partitions }, (_, i) => new QueuePart(client, name, i, partitions, prefix, maxEvents, maxDataSize));
+    this.router = new PartitionRouter(this.parts);
+    this.addTarget = { queueName: name, partitions, options: this.options };
     this.limits = new QueueLimits(client, this.parts[0].keys, name, partitions);
     this.schedulers = new JobSchedulers<Data, Result>({
       parts: this.parts,
@@ -92,7 +82,7 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
         if (this.parts.length > 1) await this.checkCount();
       },
     });
-    this.control = new QueueJobControl({ parts: this.parts, partsThatMayHold: (jobId) => this.partsThatMayHold(jobId) });
+    this.control = new QueueJobControl({ parts: this.parts, partsThatMayHold: (jobId) => this.router.partsThatMayHold(jobId) });
   }
 
   /** The number of hash tags the queue is spread over (1 unless `partitions` was given). */
@@ -142,14 +132,14 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
 
   /** add() after its span, if any: `metadata` is the trace context the job carries (opts.telemetry). */
   private async addOne(name: string, data: Data, opts: JobOptions, metadata?: string): Promise<Job<Data, Result>> {
-    const prepared = this.prepare(name, data, opts, 'add', metadata);
+    const prepared = prepareJob(this.addTarget, name, data, opts, 'add', metadata);
     this.assertOpen();
     if (prepared.parent) {
       await this.checkChildAdds([prepared], `add of job "${name}" with a parent to queue ${this.name}`);
       return this.addWithParent(prepared);
     }
     if (this.parts.length > 1) await this.checkCount();
-    const part = this.route(prepared.opts);
+    const part = this.router.route(prepared.opts);
     const added = await part.adds.submit(prepared.job).catch((error: unknown) => {
       throw explainRedisError(error, `add of job "${name}" to queue ${this.name}`);
     });
@@ -159,7 +149,7 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
   /** addBulk() after its span, if any: every job carries `metadata`, its trace context. */
   private async addMany(jobs: Array<{ name: string; data: Data; opts?: JobOptions }>, metadata?: string): Promise<Array<Job<Data, Result>>> {
     if (!Array.isArray(jobs)) throw new EchoMQOptionError('addBulk', `takes an array of { name, data, opts }, got ${describe(jobs)}`);
-    const prepared = jobs.map((job, i) => this.prepare(job?.name, job?.data, job?.opts ?? {}, `addBulk[${i}]`, metadata));
+    const prepared = jobs.map((job, i) => prepareJob(this.addTarget, job?.name, job?.data, job?.opts ?? {}, `addBulk[${i}]`, metadata));
     this.assertOpen();
     // Children go one by one (each takes three calls over two slots); the others in bulk, as before.
     // Every entry is checked in Redis first (parents, ids): one that cannot be added writes nothing.
@@ -174,7 +164,7 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
     const action = `addBulk of ${jobs.length} jobs to queue ${this.name}`;
     const byPart = new Map<QueuePart, number[]>();
     prepared.forEach((p, i) => {
-      const part = this.route(p.opts);
+      const part = this.router.route(p.opts);
       const positions = byPart.get(part);
       if (positions) positions.push(i);
       else byPart.set(part, [i]);
@@ -199,7 +189,7 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
    */
   async remove(jobId: string, opts: RemoveOptions = {}): Promise<0 | 1> {
     if (!canNameJob(jobId)) return 0;
-    for (const candidates of this.partsThatMayHold(jobId)) {
+    for (const candidates of this.router.partsThatMayHold(jobId)) {
       for (const part of candidates) {
         const outcome = await removeJobOfFlow(part.context, jobId, opts);
         if (outcome === 'removed') return 1;
@@ -212,7 +202,7 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
   /** The job of this id; undefined when there is none, or the id cannot name a job (e.g. `wait`). */
   async getJob(jobId: string): Promise<Job<Data, Result> | undefined> {
     if (!canNameJob(jobId)) return undefined;
-    for (const candidates of this.partsThatMayHold(jobId)) {
+    for (const candidates of this.router.partsThatMayHold(jobId)) {
       const found = await Promise.all(candidates.map((part) => this.hashes(part, [jobId]).then(([job]) => job)));
       const job = found.find((j) => j !== undefined);
       if (job) return job;
@@ -406,7 +396,7 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
    */
   async getDeduplicationJobId(deduplicationId: string): Promise<string | null> {
     assertDeduplicationId(deduplicationId);
-    for (const candidates of this.partsThatMayHoldDeduplication(deduplicationId)) {
+    for (const candidates of this.router.partsThatMayHoldDeduplication(deduplicationId)) {
       const found = await Promise.all(candidates.map((part) => part.scripts.getDeduplicationJobId(deduplicationId)));
       const holder = found.find((jobId) => jobId !== null);
       if (holder !== undefined) return holder;
@@ -519,81 +509,6 @@ export class Queue<Data = unknown, Result = unknown> extends QueueGetters<Data, 
       throw error;
     });
     return this.countChecked;
-  }
-
-  /** The partition a job goes to: by its partitionKey, else its deduplication id, else its custom id, else round-robin. */
-  private route(opts: JobOptions): QueuePart {
-    const count = this.parts.length;
-    if (count === 1) return this.parts[0];
-    const key = routingKeyOf(opts);
-    if (key !== undefined) return this.parts[partitionOf(key, count)];
-    const part = this.parts[this.roundRobin];
-    this.roundRobin = (this.roundRobin + 1) % count;
-    return part;
-  }
-
-  /**
-   * Where to look for a job, in rounds: a plain queue's one part; the partition an automatic id
-   * names; for a custom id, the one its id routes to, then (it may have had a partitionKey) all others.
-   */
-  private partsThatMayHold(jobId: string): QueuePart[][] {
-    const count = this.parts.length;
-    if (count === 1) return [this.parts];
-    const named = partitionOfAutoId(jobId, count);
-    if (named !== undefined) return [[this.parts[named]]];
-    const scheduled = parseSchedulerJobId(jobId); // a scheduler's jobs live in the partition of its id
-    if (scheduled) return [[this.parts[partitionOf(scheduled.schedulerId, count)]]];
-    const first = this.parts[partitionOf(jobId, count)];
-    return [[first], this.parts.filter((part) => part !== first)];
-  }
-
-  /** Where a deduplication key may be: the partition its id routes to, then the others. */
-  private partsThatMayHoldDeduplication(deduplicationId: string): QueuePart[][] {
-    if (this.parts.length === 1) return [this.parts];
-    const first = this.parts[partitionOf(deduplicationId, this.parts.length)];
-    return [[first], this.parts.filter((part) => part !== first)];
-  }
-
-  /** `metadata`: the trace context of the add's span, when the queue has `telemetry`. */
-  private prepare(name: unknown, data: unknown, opts: JobOptions, at: string, metadata?: string): Prepared {
-    if (typeof name !== 'string' || name.length === 0) throw new EchoMQOptionError(`${at}: job name`, `must be a non-empty string, got ${describe(name)}`);
-    validateJobOptions(opts, `${at}: opts.`);
-    const parent = this.checkParentOptions(opts, at);
-    const merged: JobOptions = { ...this.options.defaultJobOptions, ...opts };
-    // After the merge: an omitContext among the queue's defaults counts too.
-    if (metadata) merged.telemetry = withTraceContext(merged.telemetry, metadata);
-    const { jobId, ...stored } = merged;
-    if (jobId !== undefined) assertCustomIdForPartitions(jobId, this.parts.length, `${at}: opts.jobId`);
-    const job: NewJob = {
-      customId: jobId,
-      name,
-      data: toJson(data, `${at}: data`, this.options.maxDataSize),
-      opts: JSON.stringify(stored),
-      timestamp: Date.now(),
-      delay: merged.delay ?? 0,
-      priority: merged.priority ?? 0,
-      lifo: merged.lifo === true,
-    };
-    const dedup = merged.deduplication;
-    if (dedup) job.deduplication = { id: dedup.id, ttl: dedup.ttl ?? 0, extend: dedup.extend === true, replace: dedup.replace === true };
-    return { job, opts: merged, data: data === undefined ? {} : data, parent, at };
-  }
-
-  /** `opts.parent` and the failure options that go with it, checked before anything is written. */
-  private checkParentOptions(opts: JobOptions, at: string): CheckedParent | undefined {
-    const policies = POLICIES.filter(([name]) => {
-      const value = opts[name];
-      if (value !== undefined && typeof value !== 'boolean') throw new EchoMQOptionError(`${at}: opts.${name}`, `must be true or false, got ${describe(value)}`);
-      return value === true;
-    });
-    if (opts.parent === undefined) {
-      if (policies.length > 0) throw new EchoMQOptionError(`${at}: opts.${policies[0][0]}`, 'applies to a child; this job has no parent (opts.parent)');
-      return undefined;
-    }
-    if (policies.length > 1) throw new EchoMQOptionError(`${at}: opts`, `sets ${policies.map(([n]) => n).join(' and ')}: a child has one policy on failure`);
-    if (this.parts.length > 1) throw new EchoMQOptionError(`${at}: opts.parent`, `is not supported on a partitioned queue (${this.name} has ${this.parts.length} partitions)`);
-    if (opts.deduplication !== undefined) throw new EchoMQOptionError(`${at}: opts.deduplication`, 'is not supported with a parent: a child is added once, by its id');
-    return checkJobRef(opts.parent, `${at}: opts.parent`);
   }
 
   /** What adds with `parent` are checked for in Redis before anything is written (child-add-checks.ts). */
