@@ -43,7 +43,7 @@ describe('EchoMQModule lifecycle', () => {
   it('one LockManager for the app: injectable, shared by every worker, streaming its events', async () => {
     const [a, b] = [uniqueQueueName('lm-a'), uniqueQueueName('lm-b')];
     const make = (queueName: string) => {
-      @Processor({ name: queueName, lockDuration: 400 })
+      @Processor({ name: queueName, lockDuration: 1500, lockRenewTime: 250 })
       class Slow {
         @Process() async run() {
           await sleep(700);
@@ -80,12 +80,13 @@ describe('EchoMQModule lifecycle', () => {
     const follow = uniqueQueueName('follow');
     let release!: () => void;
     const started = new Promise<void>((resolve) => (release = resolve));
-    @Processor({ name, lockDuration: 500 })
+    // Renewals every 250 ms: a pause of Jest's own process up to 1250 ms does not lapse the lock.
+    @Processor({ name, lockDuration: 1500, lockRenewTime: 250 })
     class Long {
       constructor(@InjectQueue(follow) private readonly next: Queue) {}
       @Process() async run(job: Job) {
         release();
-        await sleep(2_000); // four lock durations: only a renewed lock survives this
+        await sleep(2_000); // longer than the lock: only a renewed lock survives this
         const added = await this.next.add('after', { from: job.id }); // enqueueing during shutdown works
         return added.id;
       }
@@ -121,7 +122,7 @@ describe('EchoMQModule lifecycle', () => {
     const name = uniqueQueueName('sigterm');
     let release!: () => void;
     const started = new Promise<void>((resolve) => (release = resolve));
-    @Processor({ name, lockDuration: 500 })
+    @Processor({ name, lockDuration: 1000, lockRenewTime: 250 })
     class Long {
       @Process() async run() {
         release();

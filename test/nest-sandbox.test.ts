@@ -41,7 +41,11 @@ describe('@Processor({ sandbox })', () => {
     ['child processes', false],
   ])('runs the file in %s, keeps the lock of a handler that blocks its thread, and calls @OnWorkerEvent methods with their dependencies', async (_kind, useWorkerThreads) => {
     const name = uniqueQueueName('nest-sandbox');
-    @Processor({ name, lockDuration: 500, stalledInterval: 500, sandbox: { file: PROCESSOR, useWorkerThreads } })
+    // The handler blocks for 3 s, twice the lock: only renewals keep it (test/sandbox.test.ts holds
+    // one for 10 x lockDuration). Renewing every 250 ms leaves 1250 ms for a pause of this process,
+    // which runs the heartbeat: late in a run-in-band suite Jest's heap is past 1.5 GB and its
+    // collections pause it (CI once saw a 500 ms lock renewed every 250 ms lapse here).
+    @Processor({ name, lockDuration: 1500, lockRenewTime: 250, stalledInterval: 500, sandbox: { file: PROCESSOR, useWorkerThreads } })
     class Resize {
       constructor(private readonly ledger: Ledger) {}
       @OnWorkerEvent('completed') completed(job: Job, result: { busy: number; pid: number }) {

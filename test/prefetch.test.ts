@@ -115,14 +115,16 @@ describe('prefetch', () => {
     h = harnesses.start();
     const first = gate();
     const { handler } = tracking({ 1: first.wait });
-    const opts = { concurrency: 1, prefetch: 1, lockDuration: 400, stalledInterval: 200 };
+    // Renewals every 250 ms leave 1250 ms for a pause of this (Jest's) process; without them the lock
+    // lapses at 1500 ms and the sweep, every 200 ms, finds it before the first job ends.
+    const opts = { concurrency: 1, prefetch: 1, lockDuration: 1500, lockRenewTime: 250, stalledInterval: 200 };
     const worker = h.worker<{ i: number }>(handler, opts);
     const stalled: string[] = [];
     worker.on('stalled', (jobId) => stalled.push(jobId));
     const completed = collect(worker as Worker, 'completed', 2);
     const [, second] = await h.queue.addBulk([1, 2].map((i) => ({ name: 'j', data: { i } })));
     await eventually(async () => (await count('active')) === 2, 5_000, 'two jobs active');
-    await sleep(1_500); // several lock durations and sweeps while the second waits
+    await sleep(2_500); // more than a lock duration and many sweeps while the second waits
     first.open();
     await completed;
     expect(stalled).toEqual([]);
