@@ -95,7 +95,7 @@ describe('moveToDelayed refused in a handler', () => {
       unchanged = JSON.stringify(await everything(queue)) === JSON.stringify(before);
       await sleep(1200); // longer than lockDuration: only renewals keep the lock
       return 'kept';
-    }, { lockDuration: 600 });
+    }, { lockDuration: 1000, lockRenewTime: 200 }); // renewals every 200 ms: room for an 800 ms pause of Jest's process
     const done = new Promise<Job>((resolve) => w.on('completed', resolve));
     await queue.add('a', {});
     expect((await done).returnvalue).toBe('kept');
