@@ -98,10 +98,25 @@ export function checkScenario({ ids, jobs, finished, left, records, faults, cras
 }
 
 /**
+ * Added to lockDuration + stalledInterval, the sweep's bound on a held job's release. Each worker
+ * times its next sweep to the stalled-check guard's expiry, read after its own sweep, so sweeps
+ * come a stalledInterval plus a timer's lag and a round trip apart: a few ms on a quiet machine,
+ * tens on a loaded one. (Without it, kept runs came within 79 to 111 ms of the bare bound.) Far
+ * less than a stalledInterval, so a job that waited for one more sweep still fails the check.
+ */
+const SWEEP_LAG_ALLOWANCE_MS = 100;
+
+/** How long after a kill a job its worker held may stay in active: the sweep's bound. */
+export function releaseBoundMs(timing) {
+  return timing.lockDuration + timing.stalledInterval + SWEEP_LAG_ALLOWANCE_MS;
+}
+
+/**
  * For each job a faulted worker held at its fault (`held(recordsOfVictim, at)` names them), the ms
  * from the fault until Redis's event stream shows the job out of active (`leavesActive`): swept
  * back (`stalled`), or finished or moved by a write in flight at the fault (0 when it landed
- * first); Infinity when it never left. The protocol bounds this by lockDuration + stalledInterval;
+ * first); Infinity when it never left. The protocol bounds this by lockDuration + stalledInterval
+ * (releaseBoundMs);
  * the rerun after it may wait longer, behind the jobs already in wait. (Redis's event times and the
  * ledgers' are ms of one clock.)
  */

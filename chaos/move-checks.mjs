@@ -3,7 +3,7 @@
 // back for a 429 (updateData, worker.rateLimit, RateLimitError: moveJobFromActiveToWait-11), with
 // worker processes killed -9 right around those moves. What Redis holds at the end and its event
 // stream against the ledgers.
-import { releasesAfterFaults, violations } from './checks.mjs';
+import { releaseBoundMs, releasesAfterFaults, violations } from './checks.mjs';
 import { openAttempts } from './ledger.mjs';
 
 const isStepMove = (e) => e.event === 'delayed';
@@ -104,7 +104,7 @@ export function checkMoves({ ids, kinds, jobs, records, events, faults, timing }
 
   return {
     maxReleaseMs: releases.length ? Math.max(...releases) : null,
-    releaseBoundMs: timing.lockDuration + timing.stalledInterval,
+    releaseBoundMs: releaseBoundMs(timing),
     stepJobs: ofKind('steps').length,
     limitedJobs: ofKind('limited').length,
     stepsMoved: ofKind('steps').filter((id) => eventsOf(id, isStepMove).length).length,

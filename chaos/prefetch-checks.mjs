@@ -1,6 +1,6 @@
 // The checks of the prefetch scenario (on top of the common ones, checks.mjs): workers at
 // concurrency 1 holding two jobs ahead are killed -9 and closed under load.
-import { releasesAfterFaults, violations } from './checks.mjs';
+import { releaseBoundMs, releasesAfterFaults, violations } from './checks.mjs';
 import { openAttempts } from './ledger.mjs';
 
 /**
@@ -27,7 +27,7 @@ export function checkPrefetch({ records, events, faults, timing }) {
     givenBackAfterStart: givenBack.filter((r) => started.has(`${r.id}#${r.ats}`)).length,
     heldAtKills: releases.length,
     maxReleaseMs: releases.length ? Math.max(...releases) : null,
-    releaseBoundMs: timing.lockDuration + timing.stalledInterval,
+    releaseBoundMs: releaseBoundMs(timing),
   };
 }
 

@@ -57,7 +57,9 @@ singleNodeDescribe('chaos (ci profile)', () => {
       // One scheduler from the simultaneous upserts; each slot from the first to the last completed
       // once (lost and completed above), none skipped, a handler run again only after a kill.
       const scheduler = rows[SINGLE.indexOf(SCHEDULER)];
-      expect(scheduler).toMatchObject({ skippedSlots: [], stray: [], untracedReruns: [], replaced: 0, schedulersBeforeRemoval: ['chaos-tick'], schedulersAfter: 0 });
+      // (A slot the scheduler coalesced by design, the step that moved its chain on coming after it
+      // with no kill around, is left out of the row's jobs and reported: docs/reliability.md.)
+      expect(scheduler).toMatchObject({ skippedSlots: [], missingSlots: [], stray: [], untracedReruns: [], replaced: 0, schedulersBeforeRemoval: ['chaos-tick'], schedulersAfter: 0 });
       expect(scheduler.slots).toBeGreaterThanOrEqual(30);
       expect(scheduler.faults).toBeGreaterThan(0);
       // Step jobs completed by their second step and 429'd jobs given back, each move landing once,
