@@ -111,16 +111,21 @@ export function releaseBoundMs(timing) {
   return timing.lockDuration + timing.stalledInterval + SWEEP_LAG_ALLOWANCE_MS;
 }
 
+/** An event that takes a job out of active for good: swept back, completed or failed. */
+export const sweptOrFinished = (e) => ['stalled', 'completed', 'failed'].includes(e.event);
+
+/** Out of active: swept or finished, or back in wait from active (a give-back landing). */
+const leftActive = (e) => sweptOrFinished(e) || (e.event === 'waiting' && e.prev === 'active');
+
 /**
  * For each job a faulted worker held at its fault (`held(recordsOfVictim, at)` names them), the ms
  * from the fault until Redis's event stream shows the job out of active (`leavesActive`): swept
  * back (`stalled`), or finished or moved by a write in flight at the fault (0 when it landed
  * first); Infinity when it never left. The protocol bounds this by lockDuration + stalledInterval
- * (releaseBoundMs);
- * the rerun after it may wait longer, behind the jobs already in wait. (Redis's event times and the
- * ledgers' are ms of one clock.)
+ * (releaseBoundMs); the rerun after it may wait longer, behind the jobs already in wait. (Redis's
+ * event times and the ledgers' are ms of one clock.)
  */
-export function releasesAfterFaults({ faults, records, events, held, leavesActive }) {
+export function releasesAfterFaults({ faults, records, events, held, leavesActive = leftActive }) {
   const releases = [];
   for (const fault of faults) {
     for (const attempt of held(records.filter((r) => r.w === fault.worker), fault.at)) {
@@ -129,6 +134,17 @@ export function releasesAfterFaults({ faults, records, events, held, leavesActiv
     }
   }
   return releases;
+}
+
+/** A row's release figures: how many held jobs a kill found, the longest release, and its bound. */
+export function releaseFigures(releases, timing) {
+  return { heldAtKills: releases.length, maxReleaseMs: releases.length ? Math.max(...releases) : null, releaseBoundMs: releaseBoundMs(timing) };
+}
+
+/** The release check of a row with releaseFigures: `what` names the jobs it bounds. */
+export function releaseProblems(row, what) {
+  if (row.maxReleaseMs === null || row.maxReleaseMs < row.releaseBoundMs) return [];
+  return [`${what} left active ${row.maxReleaseMs} ms after it, not under ${row.releaseBoundMs} ms`];
 }
 
 /** The verdict of one row: the list of checks that failed (empty when the scenario passed). */

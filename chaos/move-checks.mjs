@@ -3,7 +3,7 @@
 // back for a 429 (updateData, worker.rateLimit, RateLimitError: moveJobFromActiveToWait-11), with
 // worker processes killed -9 right around those moves. What Redis holds at the end and its event
 // stream against the ledgers.
-import { releaseBoundMs, releasesAfterFaults, violations } from './checks.mjs';
+import { releaseFigures, releaseProblems, releasesAfterFaults, sweptOrFinished, violations } from './checks.mjs';
 import { openAttempts } from './ledger.mjs';
 
 const isStepMove = (e) => e.event === 'delayed';
@@ -99,12 +99,11 @@ export function checkMoves({ ids, kinds, jobs, records, events, faults, timing }
   // (in flight at the kill, its worker's record lost with it). The rerun itself may then wait longer: a sweep puts the job behind those in wait,
   // and each worker.rateLimit stops the whole queue for a while; that wait is the load's, not the
   // recovery's, so fault→rerun is reported and not bounded here.
-  const leavesActive = (e) => ['stalled', 'completed', 'failed'].includes(e.event) || isStepMove(e) || isGiveBack(e);
+  const leavesActive = (e) => sweptOrFinished(e) || isStepMove(e) || isGiveBack(e);
   const releases = releasesAfterFaults({ faults, records, events, held: openAttempts, leavesActive });
 
   return {
-    maxReleaseMs: releases.length ? Math.max(...releases) : null,
-    releaseBoundMs: releaseBoundMs(timing),
+    ...releaseFigures(releases, timing),
     stepJobs: ofKind('steps').length,
     limitedJobs: ofKind('limited').length,
     stepsMoved: ofKind('steps').filter((id) => eventsOf(id, isStepMove).length).length,
@@ -123,10 +122,7 @@ export function checkMoves({ ids, kinds, jobs, records, events, faults, timing }
 
 /** The verdict of the row: the common checks, then the moves'. */
 export function moveViolations(row) {
-  const problems = violations(row, { boundRecovery: false });
-  if (row.maxReleaseMs !== null && row.maxReleaseMs >= row.releaseBoundMs) {
-    problems.push(`a job held at a kill left active ${row.maxReleaseMs} ms after it, not under ${row.releaseBoundMs} ms`);
-  }
+  const problems = [...violations(row, { boundRecovery: false }), ...releaseProblems(row, 'a job held at a kill')];
   if (row.stepsIncomplete.length) problems.push(`step jobs not completed by their second step: ${row.stepsIncomplete.join('; ')}`);
   if (row.movedTwice.length) problems.push(`jobs moved out of active more than once: ${row.movedTwice.join(', ')}`);
   if (row.earlyRuns.length) problems.push(`moved jobs run early: ${row.earlyRuns.join('; ')}`);

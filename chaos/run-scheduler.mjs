@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-process.js';
-import { checkScenario, releaseBoundMs } from './checks.mjs';
+import { checkScenario } from './checks.mjs';
 import { readEvents } from './events.mjs';
 import { killAtSlotBoundaries, sleep } from './faults.mjs';
 import { Fleet } from './fleet.mjs';
@@ -115,8 +115,7 @@ export async function runSchedulerScenario(scenario, profile, libPath) {
         finishedIds, events, coalesced,
         schedulersBeforeRemoval: schedulers, schedulersAfter: await queue.getJobSchedulersCount(),
         harnessStalls: stalls.found, upserts, firstUpsert, plannedUpserts: plans.flat().length, workers: processes.reduce((sum, n) => sum + n, 0),
-        // A kill is bounded at the sweep, as in the moves' and prefetch scenarios (scheduler-checks.mjs).
-        releaseBoundMs: releaseBoundMs(SCHEDULER_TIMING),
+        timing: SCHEDULER_TIMING,
       }),
     };
   } finally {
