@@ -1,8 +1,10 @@
-// node bench/profile-echomq.mjs [jobs] [concurrency] [--alloc]: EchoMQ alone (SYSTEM=bullmq for
+// node bench/profile-echomq.mjs [jobs] [concurrency] [--alloc | --promoted]: EchoMQ alone (SYSTEM=bullmq for
 // BullMQ) processing no-op jobs on a private Redis, to find where its Node time goes. Only the
 // processing is profiled, not the preload nor module loading: the .cpuprofile (or, with --alloc,
 // the .heapprofile of every allocation, collected or not) opens in DevTools, and the top functions
 // by self time (or bytes allocated) a job are printed, with Node's and Redis's CPU per job.
+// --promoted samples only what outlived a scavenge (collected by a major GC or still alive at the
+// end): the objects the young generation promotes, which the major GC then pays for.
 import { Session } from 'node:inspector/promises';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +14,8 @@ import { startRedis } from '../test/support/redis-process.js';
 import { preload } from './add-scenarios.mjs';
 import { SYSTEMS } from './systems.mjs';
 
-const alloc = process.argv.includes('--alloc');
+const promoted = process.argv.includes('--promoted');
+const alloc = promoted || process.argv.includes('--alloc');
 const [jobs = 30000, concurrency = 50] = process.argv.slice(2).filter((a) => !a.startsWith('--')).map(Number);
 const keepAlive = setInterval(() => {}, 1000);
 const server = await startRedis();
@@ -31,7 +34,7 @@ const session = new Session();
 session.connect();
 if (alloc) {
   // Objects collected by either GC count too: what costs GC time is what was allocated, not what stayed.
-  await session.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: !promoted });
 } else {
   await session.post('Profiler.enable');
   await session.post('Profiler.start');
