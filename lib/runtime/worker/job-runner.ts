@@ -23,6 +23,7 @@ import type { AttemptSpan, AttemptSpans } from '../telemetry/attempt-spans.js';
 import type { RunSlots } from './run-slots.js';
 import { LANDED_EARLIER, ReleaseSender, type Release } from './release-sender.js';
 import { fieldOf, flowLinkOf, type PickupFields } from './pickup-fields.js';
+import { HandlerContext } from './handler-context.js';
 
 /** How a lane finishes the jobs of flows (a child, or a parent with flow keys): finishFlowJobs-15 (FinishBatcher.finishFlow), then the notice to the parent. */
 export interface FlowFinishing {
@@ -152,9 +153,8 @@ export class JobRunner {
       // A timer only for a job with a timeout: the others pay nothing for the feature.
       const timer = timeout === undefined ? undefined : setTimeout(() => lock.interrupt(new JobTimeoutError(job.id, timeout)), timeout);
       try {
-        // An own getter (not a prototype one), so { ...context } still carries the signal; the
-        // AbortController behind it is made only if the handler reads it.
-        const context: ProcessorContext = { token: active.token, get signal() { return lock.signal; } };
+        // The AbortController behind its signal is made only if the handler reads it.
+        const context = new HandlerContext(active.token, lock);
         const work = attempt ? attempt.within(() => this.processor(job, context)) : this.processor(job, context);
         // race(): a timeout or a cancel fails the job without waiting for the handler.
         result = await lock.race(Promise.resolve(work));
