@@ -58,8 +58,8 @@ const handler = import(processorFile).then((module) => {
 });
 handler.catch(() => undefined); // reported to each job it fails (as not to be retried), not as an unhandled rejection
 
-/** The job being run, by its run id: how to abort its signal. */
-/** @type {Map<number, (reason: Error) => void>} */
+/** The job being run, by its run id: its context, whose signal an abort message aborts. */
+/** @type {Map<number, HandlerContext>} */
 const running = new Map();
 /** The job API calls waiting for the main side's answer. */
 /** @type {Map<number, { resolve: (value: any) => void, reject: (error: Error) => void }>} */
@@ -261,29 +261,54 @@ class SandboxJob {
 }
 
 /**
+ * A handler's second argument: its token, rateLimit(ms), and a `signal` whose AbortController is
+ * made when the handler first reads it (most never do). `signal` is one getter shared by every
+ * context, not a getter in an object literal: V8 gives such a literal slow properties and an
+ * accessor pair in the old generation, whose per-run closure then kept every run alive past the
+ * young-generation collections (HandlerContext in lib/runtime/worker/handler-context.ts, the same
+ * in process).
+ */
+class HandlerContext {
+  /** @type {AbortController | undefined} */
+  #controller;
+  /** @type {Error | undefined} */
+  #abortedWith;
+
+  /** @param {number} id @param {string | undefined} token */
+  constructor(id, token) {
+    this.token = token;
+    /** The worker's rateLimit(ms): no job for `ms`; then throw an error named RateLimitError to give this one back. @param {number} ms */
+    this.rateLimit = (ms) => quiet(call(id, 'rateLimit', [ms]).then(() => undefined));
+    Object.defineProperty(this, 'signal', HandlerContext.#signalProperty);
+  }
+
+  /** The main side aborted the run (lost lock, timeout, cancel). @param {Error} reason */
+  abort(reason) {
+    this.#abortedWith = reason;
+    this.#controller?.abort(reason);
+  }
+
+  /** @type {PropertyDescriptor} */
+  static #signalProperty = {
+    enumerable: true,
+    configurable: true,
+    /** @this {HandlerContext} */
+    get() {
+      this.#controller ??= new AbortController();
+      if (this.#abortedWith && !this.#controller.signal.aborted) this.#controller.abort(this.#abortedWith);
+      return this.#controller.signal;
+    },
+  };
+}
+
+/**
  * Runs one job and says how it ended.
  * @param {{ id: number, job: Record<string, unknown>, token?: string }} message
  */
 async function run({ id, job, token }) {
-  // The AbortController is made when the handler first reads its signal: most never do.
-  /** @type {AbortController | undefined} */
-  let controller;
-  /** @type {Error | undefined} */
-  let abortedWith;
-  running.set(id, (reason) => {
-    abortedWith = reason;
-    controller?.abort(reason);
-  });
-  const context = {
-    token,
-    /** The worker's rateLimit(ms): no job for `ms`; then throw an error named RateLimitError to give this one back. @param {number} ms */
-    rateLimit: (ms) => quiet(call(id, 'rateLimit', [ms]).then(() => undefined)),
-    get signal() {
-      controller ??= new AbortController();
-      if (abortedWith && !controller.signal.aborted) controller.abort(abortedWith);
-      return controller.signal;
-    },
-  };
+  // `signal` is defined in the constructor, which JSDoc cannot declare on the class.
+  const context = /** @type {HandlerContext & { readonly signal: AbortSignal }} */ (new HandlerContext(id, token));
+  running.set(id, context);
   /** @type {Awaited<typeof handler>} */
   let processor;
   try {
@@ -315,7 +340,7 @@ function receive(message) {
   if (message.t === 'run') {
     void run(message);
   } else if (message.t === 'abort') {
-    running.get(message.id)?.(rebuildError(message.reason));
+    running.get(message.id)?.abort(rebuildError(message.reason));
   } else if (message.t === 'reply') {
     const waiting = calls.get(message.call);
     calls.delete(message.call);
