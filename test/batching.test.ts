@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import v8 from 'node:v8';
 import { Redis, type Cluster } from 'ioredis';
 import { Queue, Worker, type Job } from '../lib/index.js';
 import { SCRIPTS } from '../lib/protocol/scripts.js';
 import { startRedis, type RedisProcess } from './support/redis-process.js';
+import { hasFastProperties } from './support/fast-properties.js';
 import { masters, newClient, onCluster, queueKeys, testConnection, uniqueQueueName } from './support/redis.js';
 
 // Finishes and concurrent adds are gathered into one script call per turn of the event loop
@@ -122,8 +122,6 @@ describe('a worker at concurrency above 1', () => {
     // slow (dictionary) properties and an accessor pair of its own in the old generation, which
     // kept each job's whole run alive past the young-generation collections (bench/README.md,
     // "Where EchoMQ's time goes"). %HasFastProperties tells the two apart.
-    v8.setFlagsFromString('--allow-natives-syntax');
-    const hasFastProperties = new Function('object', 'return %HasFastProperties(object)') as (object: object) => boolean;
     const name = uniqueQueueName('ctx-shape');
     const queue = new Queue(name, { connection: connection() });
     const shapes: boolean[] = [];

@@ -395,8 +395,9 @@ describe.each([
   it('every handler context keeps V8\'s fast properties (one shared signal getter) and its own token, rateLimit and signal', async () => {
     setup = new Setup();
     setup.worker(threads, { concurrency: 4 });
-    const jobs = await setup.queue.addBulk(Array.from({ length: 8 }, () => ({ name: 'shape', data: { mode: 'context shape' } })));
-    const done = await Promise.all(jobs.map((job) => finished(setup.queue, job.id)));
+    const { queue } = setup;
+    const jobs = await queue.addBulk(Array.from({ length: 8 }, () => ({ name: 'shape', data: { mode: 'context shape' } })));
+    const done = await Promise.all(jobs.map((job) => finished(queue, job.id)));
     expect(done.map(({ state, job }) => [state, job.returnvalue])).toEqual(
       Array(8).fill(['completed', { fast: true, keys: ['token', 'rateLimit', 'signal'] }]),
     );
