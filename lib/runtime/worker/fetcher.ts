@@ -123,7 +123,12 @@ export class Fetcher {
       } finally {
         this.waiting = false;
       }
-      if (end !== 'known' || this.interrupted || this.stops !== stops) return;
+      if (this.interrupted || this.stops !== stops) return;
+      // The timer ended it: setTimeout's clock is not Date's, and it may fire a millisecond before
+      // Date.now() reaches the due time, when the pickup would find the job not due yet. The
+      // loop's head returns once it is due (a wait of a millisecond more at most).
+      if (end === undefined) continue;
+      if (end !== 'known') return;
     }
   }
 
