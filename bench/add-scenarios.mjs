@@ -3,7 +3,7 @@ import { measure } from './measure.mjs';
 import { verifyCounts, verifyIds } from './verify.mjs';
 
 const IN_FLIGHT = 1000;
-const BULK_BATCH = 1000;
+export const BULK_BATCH = 1000;
 
 async function addScenario(system, ctx, total, addAll) {
   const name = ctx.queueName();

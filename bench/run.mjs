@@ -13,6 +13,7 @@ import { CheckFailed } from './measure.mjs';
 import { flow } from './flow-scenario.mjs';
 import { partitions } from './partition-scenario.mjs';
 import { sandboxedProcesses, sandboxedThreads } from './sandbox-scenarios.mjs';
+import { settingScenarios } from './setting-scenarios.mjs';
 import { formatNumber, median, renderTable } from './stats.mjs';
 import { connectionOf, SYSTEMS } from './systems.mjs';
 
@@ -22,6 +23,11 @@ const SIZES = {
 };
 /** The default set: EchoMQ against BullMQ on one redis-server. */
 const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, processConcurrency50, processFourProcesses, ...processWithRetention, ...processFourProcessesWithRetention, ...processConcurrency1Prefetch, addToStart, delayedFiring, schedulerFiring, sandboxedThreads, sandboxedProcesses, flow];
+/**
+ * Opt-in, run only when --only names them (`--only settings`): EchoMQ against BullMQ in settings
+ * beyond the defaults, so the default run stays as long as it was.
+ */
+const OPT_IN_SCENARIOS = [...settingScenarios];
 /**
  * Opt-in, run only when --only names them: each starts a Redis Cluster of its own (three
  * redis-servers more on a 2-core machine, and a minute or more), and compares EchoMQ with itself.
@@ -52,7 +58,7 @@ async function main() {
   const rounds = args.rounds ?? sizes.rounds;
   // --only: the scenarios whose name contains any of its texts, separated by | (names hold commas).
   const named = (s) => args.only.split('|').some((text) => s.name.includes(text));
-  const scenarios = SCENARIOS.filter((s) => !args.only || named(s));
+  const scenarios = [...SCENARIOS.filter((s) => !args.only || named(s)), ...OPT_IN_SCENARIOS.filter((s) => args.only && named(s))];
   const clusterScenarios = CLUSTER_SCENARIOS.filter((s) => args.only && named(s));
   const failures = [];
   if (scenarios.length > 0 || clusterScenarios.length === 0) failures.push(...await runSystems(scenarios, args, sizes, rounds));

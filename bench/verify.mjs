@@ -1,14 +1,15 @@
 // The self-checks every run makes against Redis after its measured phase.
 import { check } from './measure.mjs';
 
-/** Checks the queue's lists and sets hold exactly what `expected` says ({ wait, active, completed }). */
+/** Checks the queue's lists and sets hold exactly what `expected` says ({ wait, active, completed, failed }). */
 export async function verifyCounts(meter, system, queueName, expected) {
-  const [wait, active, completed] = await Promise.all([
+  const [wait, active, completed, failed] = await Promise.all([
     meter.llen(system.key(queueName, 'wait')),
     meter.llen(system.key(queueName, 'active')),
     meter.zcard(system.key(queueName, 'completed')),
+    meter.zcard(system.key(queueName, 'failed')),
   ]);
-  const found = { wait, active, completed };
+  const found = { wait, active, completed, failed };
   for (const [state, count] of Object.entries(expected)) {
     check(found[state] === count, `${state} holds ${found[state]} jobs, expected ${count}`);
   }
