@@ -82,6 +82,37 @@ async function main() {
       });
     }
 
+    // A failed attempt with attempts left: alone, a retryJob-12 and a pickup for the slot it freed
+    // (what a worker sent before retries joined its batches); batched, a finishJobs-13 entry with
+    // target "retried" and its fetch-next. Back to wait (no backoff), behind ROUNDS jobs more.
+    const retries = new Scripts(client, new Keys('retries'), 10_000);
+    await retries.addJobs(Array.from({ length: ROUNDS + 1 }, (_, i) => newJob(i)));
+    let token = uuid();
+    let jobId = (await retries.moveToActive(token, 30_000, Date.now())).job.id;
+    await measure('retry alone (retryJob-12) + a pickup (moveToActive-11)', ROUNDS, async () => {
+      for (let round = 0; round < ROUNDS; round++) {
+        await retries.retryJob({ jobId, token, timestamp: Date.now(), delay: 0, failedReason: 'boom', stacktrace: '["at x"]' });
+        token = uuid();
+        jobId = (await retries.moveToActive(token, 30_000, Date.now())).job.id;
+      }
+    });
+    const batchedRetries = new Scripts(client, new Keys('retries-25'), 10_000);
+    await batchedRetries.addJobs(Array.from({ length: (ROUNDS + 1) * 25 }, (_, i) => newJob(i)));
+    let held = [];
+    for (let i = 0; i < 25; i++) {
+      const heldToken = uuid();
+      held.push({ jobId: (await batchedRetries.moveToActive(heldToken, 30_000, Date.now())).job.id, token: heldToken });
+    }
+    await measure('retry + fetch-next, 25 a call (finishJobs-13, "retried")', ROUNDS * 25, async () => {
+      for (let round = 0; round < ROUNDS; round++) {
+        const finishes = held.map((h) => ({
+          jobId: h.jobId, token: h.token, timestamp: Date.now(), outcome: 'retried', value: 'boom', stacktrace: '["at x"]', keepCount: -1, keepAgeMs: 0,
+          next: { token: uuid(), lockDuration: 30_000 },
+        }));
+        const picked = await batchedRetries.finishJobs(finishes, Date.now(), 30_000);
+        held = picked.map((pickup, i) => ({ jobId: pickup.job.id, token: finishes[i].next.token }));
+      }
+    });
   } finally {
     client.disconnect();
     server.kill('SIGTERM');

@@ -148,7 +148,7 @@ export async function killAtSlotBoundaries(ctx, { firstSlot, every, slots, killE
  * together on an idle machine (AOF, appendfsync always), a give-back's updateData, rateLimit and
  * moveJobFromActiveToWait 3 to 26 ms.
  */
-export const MOVE_KILL_OFFSETS_MS = { moving: [0, 2, 6, 1, 12, 4], limiting: [0, 5, 15, 2, 30, 8] };
+export const MOVE_KILL_OFFSETS_MS = { moving: [0, 2, 6, 1, 12, 4], limiting: [0, 5, 15, 2, 30, 8], retrying: [0, 1, 3, 0, 6, 2] };
 
 /**
  * kill -9 of a worker process right around a handler's own move out of active, and of one at a
@@ -159,14 +159,16 @@ export const MOVE_KILL_OFFSETS_MS = { moving: [0, 2, 6, 1, 12, 4], limiting: [0,
  * round takes a process holding jobs, whatever they are doing. A fresh process takes the victim's
  * place. Each kill waits until `minReady` processes are ready (the fleet whole again), so that one
  * kill's jobs are rerun by a whole fleet, as in the 'kill -9' scenario. Stops after `kills`, or once no move was ledgered for `quietMs` (the load is over). Each
- * fault aimed at a move names its job and run.
+ * fault aimed at a move names its job and run. `types` is the turn (default moving, limiting,
+ * random); the retries scenario aims at `retrying` records (a handler about to throw on a first
+ * attempt: its retry joins the turn's finishes).
  */
-export async function killAroundMoves(ctx, { kills, minReady, quietMs = 2000 }) {
+export async function killAroundMoves(ctx, { kills, minReady, quietMs = 2000, types = ['moving', 'limiting', 'random'] }) {
   const tail = new LedgerTail();
   const respawns = [];
   for (let n = 0; n < kills; n++) {
     while (ctx.fleet.alive.filter((m) => m.ready).length < minReady) await sleep(10);
-    const type = ['moving', 'limiting', 'random'][n % 3];
+    const type = types[n % types.length];
     if (type === 'random') {
       const victim = pickHolder(ctx.fleet);
       if (!victim) continue;

@@ -14,6 +14,7 @@ import { readLedgers } from './ledger.mjs';
 import { checkCancels } from './cancel-checks.mjs';
 import { checkMoves, movedRuns } from './move-checks.mjs';
 import { checkPrefetch } from './prefetch-checks.mjs';
+import { checkRetries, retriedRuns } from './retry-checks.mjs';
 import { sleep } from './faults.mjs';
 import { FREEZE_MS, TIMING } from './scenarios.mjs';
 
@@ -46,7 +47,7 @@ export async function runScenario(scenario, profile, libPath) {
   });
   try {
     for (let i = 0; i < profile.workers; i++) await fleet.spawnWorker();
-    const ids = planJobs(profile, scenario.blocking ? profile.blockJobs : 0, scenario.moves, scenario.cancels);
+    const ids = planJobs(profile, scenario.blocking ? profile.blockJobs : 0, scenario.moves, scenario.cancels, scenario.retries);
     const ackedAt = new Map();
     const targets = ids.filter((j) => j.data.kind === 'target').map((j) => j.id);
     const ctx = { fleet, redis, admin, queue, ackedAt, targets, faults: [] };
@@ -55,12 +56,21 @@ export async function runScenario(scenario, profile, libPath) {
     await fleet.stopAll();
     const state = await readState(admin, queue, ids.map((j) => j.id));
     const records = readLedgers(fleet.members);
-    const events = scenario.moves || scenario.cancels || scenario.workerOptions?.prefetch ? await readEvents(admin, queue.keys.events) : [];
+    const events = scenario.moves || scenario.cancels || scenario.retries || scenario.workerOptions?.prefetch ? await readEvents(admin, queue.keys.events) : [];
     const cancelled = new Set((ctx.cancels ?? []).filter((c) => c.result).map((c) => c.id));
     const row = {
       scenario: scenario.name,
-      ...checkScenario({ ids: ids.map((j) => j.id), ...state, records, faults: ctx.faults, crashes: fleet.crashes(), timing: TIMING, movedRuns: movedRuns(records, events), cancelled }),
+      ...checkScenario({ ids: ids.map((j) => j.id), ...state, records, faults: ctx.faults, crashes: fleet.crashes(), timing: TIMING, movedRuns: [...movedRuns(records, events), ...retriedRuns(records, events)], cancelled }),
     };
+    if (scenario.retries) {
+      if (process.env.CHAOS_KEEP) {
+        writeFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+        writeFileSync(join(dir, 'kills.json'), JSON.stringify(ctx.faults, null, 1));
+        console.log(`ledgers, events and kills kept in ${dir}`);
+      }
+      const kinds = new Map(ids.map((j) => [j.id, j.data.kind ?? 'plain']));
+      return { ...row, ...checkRetries({ ids: ids.map((j) => j.id), kinds, jobs: state.jobs, records, events, faults: ctx.faults, timing: TIMING, backoffMs: scenario.retries.backoffMs }) };
+    }
     if (scenario.workerOptions?.prefetch) {
       if (process.env.CHAOS_KEEP) {
         writeFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e)).join('\n') + '\n');
@@ -103,9 +113,10 @@ export async function runScenario(scenario, profile, libPath) {
  * once (rateLimit for limitMs, then given back). With `cancels` ({ workMs, delayMs: [min, max] }),
  * every third job is a target of queue.cancelJob (kind 'target'): it runs `workMs` (longer than a
  * cancel takes to reach its worker), has attempts left (a cancel must not be retried), and one
- * target in two is delayed by delayMs.
+ * target in two is delayed by delayMs. With `retries` ({ backoffMs }), two jobs in three fail their
+ * first attempt (kind 'retry', or 'retry-backoff' with a fixed backoff of backoffMs), attempts 3.
  */
-export function planJobs(profile, blockJobs, moves, cancels) {
+export function planJobs(profile, blockJobs, moves, cancels, retries) {
   const [min, max] = profile.workMs;
   const within = ([low, high]) => low + Math.floor(Math.random() * (high - low));
   return Array.from({ length: profile.jobs }, (_, n) => {
@@ -114,6 +125,10 @@ export function planJobs(profile, blockJobs, moves, cancels) {
       : { workMs: within([min, max]) };
     if (moves && n % 3 === 0) data = { ...data, kind: 'steps', stepDelayMs: within(moves.stepDelayMs) };
     if (moves && n % 3 === 1) data = { ...data, kind: 'limited', limitMs: within(moves.limitMs) };
+    if (retries && n % 3 !== 2) {
+      const backoff = n % 2 === 0 ? { backoff: { type: 'fixed', delay: retries.backoffMs } } : {};
+      return { id: `job-${n}`, data: { ...data, kind: n % 2 === 0 ? 'retry-backoff' : 'retry' }, opts: { attempts: 3, ...backoff } };
+    }
     if (cancels && n % 3 === 0) {
       const delay = n % 2 === 0 ? within(cancels.delayMs) : 0;
       return { id: `job-${n}`, data: { workMs: cancels.workMs, kind: 'target' }, opts: { attempts: 3, ...(delay && { delay }) } };

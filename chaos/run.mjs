@@ -13,6 +13,7 @@ import { failoverViolations } from './failover-checks.mjs';
 import { undoOnSignals } from './interrupt.mjs';
 import { formatMoves, moveViolations } from './move-checks.mjs';
 import { formatPrefetch, prefetchViolations } from './prefetch-checks.mjs';
+import { formatRetries, retryViolations } from './retry-checks.mjs';
 import { formatFailover, formatTable } from './report.mjs';
 import { runFailoverScenario } from './run-failover.mjs';
 import { runScenario } from './run-scenario.mjs';
@@ -54,6 +55,7 @@ for (const scenario of scenarios) {
   else if (scenario.scheduler) row.problems = schedulerViolations(row);
   else if (scenario.moves) row.problems = moveViolations(row);
   else if (scenario.cancels) row.problems = cancelViolations(row);
+  else if (scenario.retries) row.problems = retryViolations(row);
   else if (scenario.workerOptions?.prefetch) row.problems = prefetchViolations(row);
   else row.problems = violations(row, { expectRefusals: /SIGSTOP|blocking/.test(scenario.name), boundRecovery: !scenario.mixed });
   row.seconds = Math.round((Date.now() - started) / 100) / 10;
@@ -63,6 +65,7 @@ for (const scenario of scenarios) {
   if (scenario.scheduler) console.log(formatScheduler(row));
   if (scenario.moves) console.log(formatMoves(row));
   if (scenario.cancels) console.log(formatCancels(row));
+  if (scenario.retries) console.log(formatRetries(row));
   if (scenario.workerOptions?.prefetch) console.log(formatPrefetch(row));
 }
 clearInterval(keepAlive);

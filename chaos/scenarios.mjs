@@ -91,6 +91,20 @@ export const SCENARIOS = [
       repeat(p.rounds * 2, 500, () => closeHolder(ctx)),
     ]),
   },
+  // Jobs that fail their first attempt (checks: chaos/retry-checks.mjs): two in three, with
+  // attempts 3, one in two of those with a fixed backoff of `backoffMs` (to delayed). A worker's
+  // retries go with its finishes in one finishJobs-13 call. Worker processes are killed -9 0 to 6 ms
+  // after a handler ledgered that it is about to throw (before its retry is sent, in flight,
+  // after), and at random moments, in turn, while connections are cut (a retry's reply lost and
+  // the call sent again must count the attempt once).
+  {
+    name: 'retries: kill -9 and CLIENT KILL around batched retries',
+    retries: { backoffMs: 100 },
+    inject: (ctx, p) => Promise.all([
+      killAroundMoves(ctx, { kills: p.rounds * 3, minReady: p.workers, types: ['retrying', 'retrying', 'random'] }),
+      repeat(p.rounds * 2, 600, () => killConnections(ctx)),
+    ]),
+  },
   // On a Redis Cluster of its own (three masters, a replica each; chaos/run-failover.mjs): the
   // master serving the queue's slot dies under load and its replica is promoted; the workers are
   // not restarted. The second variant first cuts the replica off for 300 ms, so that writes the

@@ -75,6 +75,12 @@ async function handle(job, { token }, worker) {
   } else {
     await sleep(workMs);
   }
+  // A job planned to fail once throws on its first attempt that reaches here: its retry goes with
+  // the worker's finishes (finishJobs-13). `retrying` is ledgered first, for kills aimed at it.
+  if (job.data.kind?.startsWith('retry') && job.attemptsMade === 0) {
+    record({ type: 'retrying', id: job.id, ats: fence });
+    throw new Error('chaos: the first attempt fails');
+  }
   // A job run in steps leaves after its first one; a job that meets a 429 goes back once.
   if (job.data.kind === 'steps' && job.data.stepped === undefined) await moveToNextStep(job, token, fence);
   if (job.data.kind === 'limited' && job.data.limitedAt === undefined) await giveBackFor429(job, worker, fence);
@@ -118,10 +124,10 @@ const workers = Array.from({ length: config.workers ?? 1 }, () => {
   return worker;
 });
 for (const worker of workers) {
-  // A job that left without finishing (moved to delayed, given back for a rate limit): its worker
-  // emits neither completed nor failed, so the ledger takes the lock's release, sent once the move landed.
+  // A job that left without finishing (moved to delayed, given back for a rate limit, retried): the
+  // ledger takes the lock's release, sent once the move landed (a retry's `failed` event says no more).
   worker.lockManager.released$.subscribe((event) => {
-    if (event.reason === 'delayed' || event.reason === 'requeued') record({ type: 'left', id: event.jobId, ats: current.get(event.jobId), reason: event.reason });
+    if (event.reason === 'delayed' || event.reason === 'requeued' || event.reason === 'retried') record({ type: 'left', id: event.jobId, ats: current.get(event.jobId), reason: event.reason });
   });
   worker.on('completed', (job) => record({ type: 'accepted', id: job.id, ats: job.attemptsStarted, token: tokens.get(job) }));
   worker.on('lockLost', (job, error) => record({ type: 'refused', id: job.id, ats: job.attemptsStarted, token: tokens.get(job), code: error.code ?? null, error: error.message }));

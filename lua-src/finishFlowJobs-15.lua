@@ -13,7 +13,7 @@
   ARGV[1] job-key prefix "P:{Q}:"   [2] now (ms): the pickups' time   [3] events max length
       [4] lockDuration ms   [5] rate limit max (0 = none)   [6] rate limit window ms
       [7] maxActive: a queue-wide concurrency, as finishJobsBounded-13's ("" = none)
-      [8..] nine fields per job, as finishJobs-13's (jobId, token, "completed" or "failed",
+      [8..] nine fields per job, as finishJobs-13's but never "retried" (jobId, token, "completed" or "failed",
             returnvalue or failedReason, stacktrace, keep count, keep age ms, next lock token
             or "", finishedOn: also the notice's time)
   Returns { results, nextDelayedAt, rateLimitedForMs }, as finishJobs-13: per job its code (0;

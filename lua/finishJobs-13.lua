@@ -9,11 +9,13 @@
       [12] completed           [13] failed
   ARGV[1] job-key prefix "P:{Q}:"   [2] now (ms): the pickups' time   [3] events max length
       [4] lockDuration ms   [5] rate limit max (0 = none)   [6] rate limit window ms
-      [7..] nine fields per job: jobId, token, "completed" or "failed",
-            returnvalue (JSON) when completed or failedReason when failed,
-            stacktrace (JSON array, "" when completed), keep count (-1 = all, 0 = remove now),
+      [7..] nine fields per job: jobId, token, "completed", "failed" or "retried",
+            returnvalue (JSON) when completed or failedReason when failed or retried,
+            stacktrace (JSON array, "" when completed), keep count (-1 = all, 0 = remove now;
+            when retried: the retry's delay in ms, 0 = back to ready now),
             keep age ms (0 = any), next lock token ("" = take no next job),
-            finishedOn (ms: when that job's handler ended, its score in completed or failed)
+            finishedOn (ms: when that job's handler ended, its score in completed or failed;
+            when retried with a delay, the delay counts from it)
   Returns { results, nextDelayedAt, rateLimitedForMs }. results holds three entries per job, in
       ARGV order: the finish's code (0 done; -1, -2, -6 or -3 as moveToFinished-14 answers them,
       and then that job is left as it was), the next job's id or 0, the next job's hash (flat,
@@ -26,6 +28,11 @@
   ZADDs and the pops from wait are one command each per call (deferred.lua, takeNextJobs).
   Every job keeps its own lock check: one job's -6 changes nothing for the others. A job whose
   finish failed takes no next job.
+  Retried: a failed attempt with attempts left, as retryJob-12 takes it (its lock check and codes,
+  atm counted, failedReason and stacktrace written, the same events), and it takes its next job
+  like a finish. It goes back to ready or delayed after the call's pickups, so that no fetch-next
+  of this call takes it straight back; a worker's retries then cost one batched call, not a
+  retryJob-12 and a moveToActive-11 each.
   Keep rules: a job removed now writes no outcome nor atm to its hash, and its hash and logs join the
   call's one DEL; a count rule alone runs once per set and call (ZCARD, ZPOPMIN, one DEL), which
   leaves what one finish after another would (docs/protocol.md, Batches).
@@ -355,6 +362,11 @@ end
 -- removed at its finish takes its flow keys with it, and a child leaves its notice for its parent
 -- (one ZADD and one HSET for all the call's notices, written before any pickup, as the deferred
 -- writes are).
+-- A job whose outcome is "retried" (finishJobs-13 and finishJobsBounded-13 only) is a failed
+-- attempt with attempts left, as retryJob-12 takes it: the same lock check and codes, atm counted,
+-- failedReason and stacktrace written; it goes back to ready (or to delayed, its sixth field a
+-- delay in ms) once this call's pickups are done, so that its own fetch-next never takes it back
+-- at once (readyAfterRetry).
 -- Returns { results, nextDelayedAt, rateLimitedForMs } (see finishJobs-13).
 
 -- trimPending(deferred, trims, setKey, prefix): runs the count rule gathered for setKey
@@ -466,6 +478,7 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
   local trims = {} -- set key -> the count rule its deferred ZADDs wait for (finishBatchedJob)
   local results, tokens, slots = {}, {}, {}
   local noticeScores, noticeData = {}, {}
+  local retried -- jobs released for a retry, put back to ready after the pickups (made at the first)
   for i = firstJobArg, #ARGV, 9 do
     local jobId, target = ARGV[i], ARGV[i + 2]
     local job = { key = prefix .. jobId, lockKey = prefix .. jobId .. ":lock", id = jobId, token = ARGV[i + 1],
@@ -480,7 +493,18 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
       and { job.keepCount, job.keepAgeMs }
     if trimRule then job.keepCount, job.keepAgeMs = -1, 0 end
     local code
-    if flow then
+    if target == "retried" and not flow then
+      -- retryJob-12's first half (its checks and codes, atm counted, the lock's DEL and the SREM
+      -- from stalled deferred, failedReason and stacktrace written), inline: a function more is a
+      -- closure more in every call, retry or not.
+      code = releaseFromActive(job.key, job.lockKey, keys.active, jobId, job.token, finished)
+      if code == 0 then
+        rcall("HSET", job.key, "failedReason", job.value, "stacktrace", job.stacktrace)
+        job.at = ARGV[i + 8]
+        retried = retried or {}
+        retried[#retried + 1] = job
+      end
+    elseif flow then
       code = finishJob(keys, job, targetKey, prefix, ARGV[i + 8], false, finished)
     else
       code = finishBatchedJob(keys, job, targetKey, prefix, ARGV[i + 8], finished, trims)
@@ -529,6 +553,22 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
       taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
       for i, job in ipairs(taken) do
         results[slots[i]], results[slots[i] + 1] = job[1], encodedHash(job[2])
+      end
+    end
+  end
+  if retried then
+    -- retryJob-12's second half, after the pickups: to delayed at finishedOn + delay (the marker
+    -- told when), or back to ready (pushReady: wait, prioritized or paused, the marker set), with
+    -- retryJob-12's events.
+    for _, job in ipairs(retried) do
+      if job.keepCount > 0 then
+        local dueAt = tostring(tonumber(job.at) + job.keepCount) -- arithmetic: formatted once for its three writes
+        rcall("ZADD", keys.delayed, dueAt, job.id)
+        rcall("ZADD", keys.marker, dueAt, "1")
+        emitEvent(keys.events, false, "delayed", job.id, "delay", dueAt, "failedReason", job.value)
+      else
+        pushReady(keys, job.id, tonumber(rcall("HGET", job.key, "priority")) or 0, false)
+        emitEvent(keys.events, false, "waiting", job.id, "prev", "failed", "failedReason", job.value)
       end
     end
   end

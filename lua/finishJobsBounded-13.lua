@@ -343,6 +343,11 @@ end
 -- removed at its finish takes its flow keys with it, and a child leaves its notice for its parent
 -- (one ZADD and one HSET for all the call's notices, written before any pickup, as the deferred
 -- writes are).
+-- A job whose outcome is "retried" (finishJobs-13 and finishJobsBounded-13 only) is a failed
+-- attempt with attempts left, as retryJob-12 takes it: the same lock check and codes, atm counted,
+-- failedReason and stacktrace written; it goes back to ready (or to delayed, its sixth field a
+-- delay in ms) once this call's pickups are done, so that its own fetch-next never takes it back
+-- at once (readyAfterRetry).
 -- Returns { results, nextDelayedAt, rateLimitedForMs } (see finishJobs-13).
 
 -- trimPending(deferred, trims, setKey, prefix): runs the count rule gathered for setKey
@@ -454,6 +459,7 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
   local trims = {} -- set key -> the count rule its deferred ZADDs wait for (finishBatchedJob)
   local results, tokens, slots = {}, {}, {}
   local noticeScores, noticeData = {}, {}
+  local retried -- jobs released for a retry, put back to ready after the pickups (made at the first)
   for i = firstJobArg, #ARGV, 9 do
     local jobId, target = ARGV[i], ARGV[i + 2]
     local job = { key = prefix .. jobId, lockKey = prefix .. jobId .. ":lock", id = jobId, token = ARGV[i + 1],
@@ -468,7 +474,18 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
       and { job.keepCount, job.keepAgeMs }
     if trimRule then job.keepCount, job.keepAgeMs = -1, 0 end
     local code
-    if flow then
+    if target == "retried" and not flow then
+      -- retryJob-12's first half (its checks and codes, atm counted, the lock's DEL and the SREM
+      -- from stalled deferred, failedReason and stacktrace written), inline: a function more is a
+      -- closure more in every call, retry or not.
+      code = releaseFromActive(job.key, job.lockKey, keys.active, jobId, job.token, finished)
+      if code == 0 then
+        rcall("HSET", job.key, "failedReason", job.value, "stacktrace", job.stacktrace)
+        job.at = ARGV[i + 8]
+        retried = retried or {}
+        retried[#retried + 1] = job
+      end
+    elseif flow then
       code = finishJob(keys, job, targetKey, prefix, ARGV[i + 8], false, finished)
     else
       code = finishBatchedJob(keys, job, targetKey, prefix, ARGV[i + 8], finished, trims)
@@ -517,6 +534,22 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
       taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
       for i, job in ipairs(taken) do
         results[slots[i]], results[slots[i] + 1] = job[1], encodedHash(job[2])
+      end
+    end
+  end
+  if retried then
+    -- retryJob-12's second half, after the pickups: to delayed at finishedOn + delay (the marker
+    -- told when), or back to ready (pushReady: wait, prioritized or paused, the marker set), with
+    -- retryJob-12's events.
+    for _, job in ipairs(retried) do
+      if job.keepCount > 0 then
+        local dueAt = tostring(tonumber(job.at) + job.keepCount) -- arithmetic: formatted once for its three writes
+        rcall("ZADD", keys.delayed, dueAt, job.id)
+        rcall("ZADD", keys.marker, dueAt, "1")
+        emitEvent(keys.events, false, "delayed", job.id, "delay", dueAt, "failedReason", job.value)
+      else
+        pushReady(keys, job.id, tonumber(rcall("HGET", job.key, "priority")) or 0, false)
+        emitEvent(keys.events, false, "waiting", job.id, "prev", "failed", "failedReason", job.value)
       end
     end
   end

@@ -72,6 +72,36 @@ describe('a worker at concurrency above 1', () => {
     await queue.close();
   });
 
+  it('sends its retries with its finishes: jobs that fail once each take fewer script calls than jobs, each attempt counted once', async () => {
+    const name = uniqueQueueName('retry-batch');
+    const queue = new Queue(name, { connection: connection() });
+    const jobs = 200;
+    // One in two with a backoff: back through delayed, the others straight back to wait.
+    await queue.addBulk(Array.from({ length: jobs }, (_, i) => ({
+      name: 'n', data: { i }, opts: { attempts: 3, ...(i % 2 === 0 && { backoff: { type: 'fixed', delay: 20 } }) },
+    })));
+    const runs = new Map<number, number>();
+    const worker = new Worker<{ i: number }>(name, (job) => {
+      runs.set(job.data.i, (runs.get(job.data.i) ?? 0) + 1);
+      if (job.attemptsMade === 0) throw new Error('the first attempt fails');
+      return job.data.i;
+    }, { connection: connection(), concurrency: 20 });
+    let retried = 0;
+    worker.on('failed', (_job, _error, willRetry) => { if (willRetry) retried++; });
+    let completed = 0;
+    await new Promise<void>((resolve) => worker.on('completed', () => { if (++completed === jobs) resolve(); }));
+    await worker.close();
+    // One retryJob-12 per job and one pickup per slot it freed cost two calls a job or more.
+    expect(await scriptCalls()).toBeLessThan(jobs / 2);
+    expect(retried).toBe(jobs);
+    expect([...runs.values()].every((n) => n === 2) && runs.size === jobs).toBe(true);
+    expect(await queue.getJobCounts('wait', 'active', 'delayed', 'completed', 'failed')).toEqual({ wait: 0, active: 0, delayed: 0, completed: jobs, failed: 0 });
+    const [plain, backedOff] = [await queue.getJob('1'), await queue.getJob('2')];
+    expect([plain?.attemptsMade, plain?.attemptsStarted, plain?.failedReason]).toEqual([2, 2, 'the first attempt fails']);
+    expect([backedOff?.attemptsMade, backedOff?.stacktrace.length]).toEqual([2, 1]);
+    await queue.close();
+  });
+
   it('one job that lost its lock in a batch is reported lost; the others of the batch complete', async () => {
     const name = uniqueQueueName('lost');
     const queue = new Queue(name, { connection: connection() });

@@ -11,7 +11,8 @@ const SCHEDULER = 'job schedulers: kill -9 at slot boundaries';
 const MOVES = 'step jobs and 429s: kill -9 mid-move';
 const CANCELS = 'cancels: kill -9 around cancelJob';
 const PREFETCH = 'prefetch: kill -9 and close';
-const SINGLE = ['kill -9', 'SIGSTOP > lockDuration', 'CLIENT KILL', 'Redis restart (AOF)', 'blocking handler', 'all mixed', 'all mixed on 4 partitions', SCHEDULER, MOVES, CANCELS, PREFETCH];
+const RETRIES = 'retries: kill -9 and CLIENT KILL around batched retries';
+const SINGLE = ['kill -9', 'SIGSTOP > lockDuration', 'CLIENT KILL', 'Redis restart (AOF)', 'blocking handler', 'all mixed', 'all mixed on 4 partitions', SCHEDULER, MOVES, CANCELS, PREFETCH, RETRIES];
 // They start a six-node cluster of their own (chaos/run-failover.mjs); without redis-cli the harness skips them.
 const FAILOVER = clusterUnsupported() ? [] : ['failover (kill -9 of the queue master)', 'failover (replica behind)'];
 
@@ -24,7 +25,9 @@ const FAILOVER = clusterUnsupported() ? [] : ['failover (kill -9 of the queue ma
  * a job given back for a 429) lose their processes to kill -9 right around those moves. Jobs are
  * cancelled by queue.cancelJob while delayed, waiting and running, their holders killed around the
  * cancels: each ends failed as cancelled, once, never run after it nor retried. Workers with
- * prefetch are killed and closed while they hold jobs ahead: those go back, never started. The library
+ * prefetch are killed and closed while they hold jobs ahead: those go back, never started. Jobs that
+ * fail once are retried with their workers' finishes while those workers are killed around the
+ * retries and their connections cut: each attempt counted once. The library
  * is built into a private folder so the run never races others' dist/.
  */
 // Single-node: the harness kills, stops and restarts redis-servers of its own.
@@ -82,6 +85,14 @@ singleNodeDescribe('chaos (ci profile)', () => {
       const prefetch = rows[SINGLE.indexOf(PREFETCH)];
       expect(prefetch.givenBack).toBeGreaterThan(0);
       expect(prefetch.givenBackAfterStart).toBe(0);
+      // Jobs that failed once were retried with their workers' finishes (finishJobs-13), straight
+      // back to wait and through delayed: each attempt counted once, each retry landed once, none
+      // with a backoff run early, kills aimed right around the retries.
+      const retries = rows[SINGLE.indexOf(RETRIES)];
+      expect(retries).toMatchObject({ countedAttempts: [], retriedTwice: [], strayRetries: [], earlyRuns: [] });
+      expect(retries.retriesDelayed).toBeGreaterThan(0);
+      expect(Number(retries.retriesLanded)).toBeGreaterThan(Number(retries.retriesDelayed));
+      expect((retries.killsAroundRetries as { aimed: number }).aimed).toBeGreaterThan(0);
       // The kill of the queue's master landed under load (held jobs were run again), and every
       // worker went on by itself on the promoted replica.
       for (const row of rows.slice(SINGLE.length)) {

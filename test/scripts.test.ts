@@ -907,3 +907,82 @@ describe('obliterate-2', () => {
     expect(await snapshot(client, s.keys)).toEqual({});
   });
 });
+
+describe('finishJobs-13: a retried job (a failed attempt with attempts left, as retryJob-12 takes it)', () => {
+  async function activeJobs(s: ReturnType<typeof scriptsFor>, overrides: Array<Record<string, unknown>>) {
+    const jobs: Array<{ jobId: string; token: string }> = [];
+    for (const o of overrides) {
+      const { jobId } = await s.scripts.addJob(newJob(o));
+      const { pickup: taken, token } = await pickup(s.scripts);
+      expect(taken.job?.id).toBe(jobId);
+      jobs.push({ jobId, token });
+    }
+    return jobs;
+  }
+  const retried = (jobId: string, token: string, extra = {}) =>
+    finish(jobId, token, { outcome: 'retried' as const, value: 'boom', stacktrace: '["at a"]', ...extra });
+  const next = () => ({ next: { token: uuid(), lockDuration: 20_000 } });
+
+  it('goes back to wait after the pickups, so its own fetch-next takes the next job, never itself', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts } = s;
+    const [a, b] = await activeJobs(s, [{}, {}]);
+    await client.sadd(keys.stalled, a.jobId);
+    await scripts.addJob(newJob()); // id 3: one ready job for two fetch-nexts
+    await client.del(keys.marker);
+    const results = await scripts.finishJobs([retried(a.jobId, a.token, next()), finish(b.jobId, b.token, next())], Date.now(), 20_000);
+    expect(results.map((r) => ('job' in r ? r.job?.id : r))).toEqual(['3', undefined]);
+    expect(await client.lrange(keys.wait, '0', '-1')).toEqual([a.jobId]);
+    expect(await client.lrange(keys.active, '0', '-1')).toEqual(['3']);
+    expect(await client.hmget(keys.job(a.jobId), 'atm', 'failedReason', 'stacktrace', 'finishedOn')).toEqual(['1', 'boom', '["at a"]', null]);
+    expect(await client.exists(keys.lock(a.jobId))).toBe(0);
+    expect(await client.sismember(keys.stalled, a.jobId)).toBe(0);
+    expect(await client.zscore(keys.marker, '0')).toBe('0');
+    expect(await client.zcard(keys.failed)).toBe(0);
+    const events = (await client.xrange(keys.events, '-', '+')).map(([, f]) => f.join(' '));
+    expect(events.slice(-3)).toEqual([`event completed jobId ${b.jobId} returnvalue "ok"`, 'event active jobId 3',
+      `event waiting jobId ${a.jobId} prev failed failedReason boom`]);
+  });
+
+  it('with a delay goes to delayed at its finishedOn + delay, and the marker learns when; alone it is a batch of one', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts } = s;
+    const [a] = await activeJobs(s, [{}]);
+    const at = Date.now();
+    const [result] = await scripts.finishJobs([retried(a.jobId, a.token, { timestamp: at, retryDelayMs: 5000, ...next() })], Date.now(), 20_000);
+    expect('job' in result && result.job).toBeUndefined();
+    expect(await client.zscore(keys.delayed, a.jobId)).toBe(String(at + 5000));
+    expect(await client.zscore(keys.marker, '1')).toBe(String(at + 5000));
+    expect(await client.llen(keys.wait)).toBe(0);
+    const [, fields] = (await client.xrevrange(keys.events, '+', '-', 'COUNT', 1))[0];
+    expect(fields).toEqual(['event', 'delayed', 'jobId', a.jobId, 'delay', String(at + 5000), 'failedReason', 'boom']);
+  });
+
+  it('with a priority goes to prioritized; on a paused queue, to paused', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts } = s;
+    const [a] = await activeJobs(s, [{ priority: 3 }]);
+    await scripts.finishJobs([retried(a.jobId, a.token)], Date.now(), 20_000);
+    expect(await client.zrange(keys.prioritized, '0', '-1')).toEqual([a.jobId]);
+
+    const p = scriptsFor(client);
+    const [b] = await activeJobs(p, [{}]);
+    await p.scripts.pause('pause');
+    await p.scripts.finishJobs([retried(b.jobId, b.token)], Date.now(), 20_000);
+    expect(await client.lrange(p.keys.paused, '0', '-1')).toEqual([b.jobId]);
+    expect(await client.llen(p.keys.wait)).toBe(0);
+  });
+
+  it('refused (-6 another token, -2 no lock) changes nothing and takes no next job; moveToFinished-14 takes none', async () => {
+    const s = scriptsFor(client);
+    const { keys, scripts } = s;
+    const [a, b] = await activeJobs(s, [{}, {}]);
+    await client.del(keys.lock(b.jobId));
+    await scripts.addJob(newJob());
+    const before = await snapshot(client, keys);
+    const results = await scripts.finishJobs([retried(a.jobId, uuid(), next()), retried(b.jobId, b.token, next())], Date.now(), 20_000);
+    expect(results.map((r) => (r instanceof EchoMQError ? r.code : r))).toEqual([-6, -2]);
+    expect(await snapshot(client, keys)).toEqual(before);
+    await expect(scripts.moveToFinished(retried(a.jobId, a.token))).rejects.toThrow('moveToFinished-14 takes no retry');
+  });
+});

@@ -102,6 +102,7 @@ export class FlowScripts {
    */
   async finishFlowJob(finish: Finish): Promise<{ parentKey: string; policy: ParentPolicy; notice: string }> {
     const k = this.keys;
+    if (finish.outcome === 'retried') throw new Error(`EchoMQ: finishFlowJob-8 takes no retry (job ${finish.jobId}): send it by retryJob-12`);
     const reply = await SCRIPTS.finishFlowJob.run(this.client,
       [k.active, k.events, k.stalled, k.state(finish.outcome), k.job(finish.jobId), k.lock(finish.jobId), k.notices, k.noticeData],
       [finish.jobId, finish.token, finish.timestamp, finish.outcome, finish.value, finish.stacktrace, finish.keepCount,

@@ -123,12 +123,19 @@ export interface Finish {
   jobId: string;
   token: string;
   timestamp: number;
-  outcome: 'completed' | 'failed';
-  /** The returnvalue JSON when completed, the failedReason when failed. */
+  /**
+   * 'retried': a failed attempt with attempts left, back to ready (or delayed by `retryDelayMs`)
+   * as retryJob-12 would, with fetch-next; finishJobs-13 and finishJobsBounded-13 only (never
+   * moveToFinished-14, which is fixed, nor finishFlowJobs-15).
+   */
+  outcome: 'completed' | 'failed' | 'retried';
+  /** The returnvalue JSON when completed, the failedReason when failed or retried. */
   value: string;
   stacktrace: string;
   keepCount: number;
   keepAgeMs: number;
+  /** When retried: its delay in ms from `timestamp` (0 or absent: back to ready now). */
+  retryDelayMs?: number;
   /** Set to take the next job in the same call. */
   next?: { token: string; lockDuration: number };
 }
@@ -291,6 +298,7 @@ export class Scripts {
   /** Finishes a job; returns the next job's pickup when `finish.next` asked for one. */
   async moveToFinished(finish: Finish, limit?: RateLimit): Promise<Pickup> {
     const k = this.keys;
+    if (finish.outcome === 'retried') throw new Error(`EchoMQ: moveToFinished-14 takes no retry (job ${finish.jobId}): send it by finishJobs`);
     const reply = await this.call({
       script: SCRIPTS.moveToFinished,
       keys: [...this.pickupKeys(), k.state(finish.outcome), k.job(finish.jobId), k.lock(finish.jobId)],
@@ -316,7 +324,9 @@ export class Scripts {
     const args: ScriptArg[] = [k.base, pickupTimestamp, this.maxEvents, lockDuration, limit?.max ?? 0, limit?.duration ?? 0];
     if (bounded) args.push(maxActive);
     for (const f of finishes) {
-      args.push(f.jobId, f.token, f.outcome, f.value, f.stacktrace, f.keepCount, f.keepAgeMs, f.next?.token ?? '', f.timestamp);
+      // A retry's delay travels in the keep count's place (finishJobs-13's header).
+      const keepCountOrDelay = f.outcome === 'retried' ? f.retryDelayMs ?? 0 : f.keepCount;
+      args.push(f.jobId, f.token, f.outcome, f.value, f.stacktrace, keepCountOrDelay, f.keepAgeMs, f.next?.token ?? '', f.timestamp);
     }
     const reply = await this.call({ script, keys: [...this.pickupKeys(), k.completed, k.failed], args });
     const [results, nextDelayedAt, rateLimitedFor] = reply as [Array<string | number | string[]>, number, number];
@@ -339,6 +349,7 @@ export class Scripts {
     const args: ScriptArg[] = [k.base, pickupTimestamp, this.maxEvents, lockDuration, limit?.max ?? 0, limit?.duration ?? 0,
       Number.isFinite(maxActive) ? maxActive : ''];
     for (const f of finishes) {
+      if (f.outcome === 'retried') throw new Error(`EchoMQ: finishFlowJobs-15 takes no retry (job ${f.jobId}): send it by retryJob-12`);
       args.push(f.jobId, f.token, f.outcome, f.value, f.stacktrace, f.keepCount, f.keepAgeMs, f.next?.token ?? '', f.timestamp);
     }
     const reply = await this.call({ script, keys: [...this.pickupKeys(), k.completed, k.failed, k.notices, k.noticeData], args });

@@ -11,7 +11,9 @@ export interface FinishLimits {
 
 /**
  * How a worker sends its finishes: one alone as moveToFinished-14, several that are ready
- * together as one finishJobs-13 call (its batch form; each job keeps its own lock check).
+ * together as one finishJobs-13 call (its batch form; each job keeps its own lock check). A
+ * retry (a failed attempt with attempts left) is a finish too, alone or not, sent by finishJobs-13:
+ * it joins the turn's batch and takes its next job like the others.
  *
  * Why: at concurrency above 1 jobs finish in bursts (one reply hands over several fetch-next
  * jobs, and short handlers end in the same turn of the event loop). One script call per burst
@@ -43,7 +45,10 @@ export class FinishBatcher {
       (batch) => {
         const { rateLimit, globalConcurrency } = limits;
         if (Number.isFinite(globalConcurrency)) return scripts.finishJobs(batch, Date.now(), lockDuration, rateLimit, globalConcurrency);
-        return batch.length === 1 ? finishOne(scripts, batch[0], rateLimit) : scripts.finishJobs(batch, Date.now(), lockDuration, rateLimit);
+        // moveToFinished-14 (fixed) takes no retry: a lone one goes as a batch of one.
+        return batch.length === 1 && batch[0].outcome !== 'retried'
+          ? finishOne(scripts, batch[0], rateLimit)
+          : scripts.finishJobs(batch, Date.now(), lockDuration, rateLimit);
       },
       finishBatchSize(concurrency),
       (pending, inFlight) => pending + inFlight >= runningJobs(),

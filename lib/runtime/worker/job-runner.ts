@@ -64,9 +64,12 @@ export interface RunnerEvents {
 }
 
 const STACKTRACE_LIMIT = 10;
+/** The keep rule of a retried job's finish: it keeps its hash (the retry's delay travels apart). */
+const NO_REMOVAL: [number, number] = [-1, 0];
 /**
  * Runs one job from pickup to release: the processor, then moveToFinished-14 (with fetch-next when
- * asked; batched with the worker's other finishes by its FinishBatcher) or retryJob-12, or
+ * asked; batched with the worker's other finishes by its FinishBatcher), a retry (a finish whose
+ * target is "retried", in the same batches; retryJob-12 for a job of a flow), or
  * moveJobFromActiveToWait-11 when the processor threw RateLimitError. While the
  * finish is in flight the lock keeps being renewed; a finish that fails for want of a connection
  * is sent again until it lands or the lock is known lost.
@@ -324,15 +327,22 @@ export class JobRunner {
     const decision = retry ? await decideRetry(job, error, attemptsMade, this.backoffStrategy) : undefined;
     if (decision?.retry) {
       const delay = decision.delay;
-      const release: Release = { outcome: 'retried', attemptsMade, mayRemove: false };
-      await this.releases.send(job, lock, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), release);
+      let next: ActiveJob | undefined;
+      if (this.flows !== undefined && this.flowJobs.has(job)) {
+        // A job of a flow retries alone (retryJob-12): finishFlowJobs-15 takes no retry.
+        const release: Release = { outcome: 'retried', attemptsMade, mayRemove: false };
+        await this.releases.send(job, lock, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), release);
+      } else {
+        // With the turn's finishes (finishJobs-13), taking its next job like them.
+        next = await this.finish(job, lock, 'retried', reason, stacktrace, NO_REMOVAL, attemptsMade, fetchNext, delay);
+      }
       // A partitioned queue's workers hear of the job back in wait (or of its due time) on its
-      // partition's wake channel; a plain queue's, by the marker retryJob-12 set.
+      // partition's wake channel; a plain queue's, by the marker the retry set.
       this.context.wake?.();
       lock.release('retried');
       attempt?.end('retried', error);
       this.events.failed(job, error, true);
-      return undefined;
+      return next;
     }
     if (decision?.refusal) job.failedReason = reason = `${reason} (not retried: ${decision.refusal})`;
     const next = await this.finish(job, lock, 'failed', reason, stacktrace, keepRule(job.opts.removeOnFail), attemptsMade, fetchNext);
@@ -390,24 +400,24 @@ export class JobRunner {
    */
   private async finish(
     job: Job, lock: JobLock, outcome: Finish['outcome'], value: string, stacktrace: string,
-    [keepCount, keepAgeMs]: [number, number], attemptsMade: number, fetchNext: () => boolean,
+    [keepCount, keepAgeMs]: [number, number], attemptsMade: number, fetchNext: () => boolean, retryDelayMs = 0,
   ): Promise<ActiveJob | undefined> {
     const token = uuid();
     const firstSentAt = Date.now();
     let acquiredAt = firstSentAt;
     let askedForNext = false;
-    const release: Release = { outcome, attemptsMade, mayRemove: keepCount >= 0 || keepAgeMs > 0 };
+    const release: Release = { outcome, attemptsMade, mayRemove: outcome !== 'retried' && (keepCount >= 0 || keepAgeMs > 0) };
     const flowJob = this.flows !== undefined && this.flowJobs.has(job);
     const pickup = await this.releases.send(job, lock, () => {
       acquiredAt = Date.now();
       const next = fetchNext() ? { token, lockDuration: this.lockDuration } : undefined;
       askedForNext ||= next !== undefined;
-      const finish = { jobId: job.id, token: lock.token, timestamp: acquiredAt, outcome, value, stacktrace, keepCount, keepAgeMs, next };
+      const finish = { jobId: job.id, token: lock.token, timestamp: acquiredAt, outcome, value, stacktrace, keepCount, keepAgeMs, retryDelayMs, next };
       return flowJob ? this.finisher.finishFlow(finish) : this.finisher.finish(finish);
     }, release);
     // The notice is in Redis once the finish landed. After a lost reply it is delivered as Redis
     // holds it: "landed" may also be a job removed meanwhile, whose notice is another finish's.
-    if (flowJob && job.parentKey !== undefined) {
+    if (flowJob && job.parentKey !== undefined && outcome !== 'retried') {
       if (pickup === LANDED_EARLIER) this.flows?.notices.sendStored(job.id);
       else this.flows?.notices.send({ childId: job.id, parentKey: job.parentKey, outcome, value, policy: this.flowJobs.get(job) ?? '' });
     }
