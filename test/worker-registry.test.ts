@@ -171,11 +171,12 @@ singleNodeDescribe('what a worker sends (MONITOR)', () => {
       const tickSource = registryWrites[registryWrites.length - 1].source;
       const fromTicks = lines.filter((line) => line.source === tickSource).map((line) => (line.args[0] === 'evalsha' ? `evalsha ${line.args[1]}` : line.args[0]));
       // The connection's own handshake (HELLO, CLIENT SETNAME, INFO) comes before its first tick.
-      const firstTick = Math.min(...['zadd', `evalsha ${SCRIPTS.extendLocks.sha}`].map((c) => fromTicks.indexOf(c)).filter((i) => i >= 0));
+      const firstTick = Math.min(...['set', `evalsha ${SCRIPTS.extendLocks.sha}`].map((c) => fromTicks.indexOf(c)).filter((i) => i >= 0));
       const ticks = fromTicks.slice(firstTick);
       const extendLocks = `evalsha ${SCRIPTS.extendLocks.sha}`;
-      // Idle: the three commands; holding a job: the renewal first, the three after it.
-      const idle = ['zadd', 'set', 'hmget'];
+      // Idle: the three commands (the entry before its index member); holding a job: the renewal
+      // first, the three after it.
+      const idle = ['set', 'zadd', 'hmget'];
       const busy = [extendLocks, ...idle];
       const groups: string[][] = [];
       for (let i = 0; i < ticks.length;) {

@@ -63,8 +63,11 @@ export class WorkerPresence implements TickPassenger {
   board(pipeline: ChainableCommander): void {
     const now = Date.now();
     const ttl = registryTtl(this.identity.lockRenewTime);
-    pipeline.zadd(this.keys.workers, now + ttl, this.identity.id);
+    // The entry before its index member: a process killed between the two leaves an entry whose
+    // member expires first, never a member whose entry expired first (getWorkers would list
+    // nothing while the index still held it, until the member's own expiry).
     pipeline.set(this.keys.worker(this.identity.id), JSON.stringify(this.entry(now)), 'PX', ttl);
+    pipeline.zadd(this.keys.workers, now + ttl, this.identity.id);
     pipeline.hmget(this.keys.meta, ...META_FIELDS_READ);
   }
 
