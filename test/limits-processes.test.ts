@@ -114,6 +114,9 @@ singleNodeDescribe('queue-wide limits across worker processes', () => {
     const queue = newQueue();
     const options = { concurrency: 2, lockDuration: 600 };
     const [a, b] = await Promise.all([startWorker(queue, { ...options, name: 'first' }), startWorker(queue, options)]);
+    // 'ready' says the connections answer; the registry entry is written by the worker's first
+    // step after it, before its first pickup, so it may land a moment after 'ready'.
+    await eventually(async () => (await queue.getWorkers()).length === 2, 5000, 'both workers to be listed');
     const listed = await queue.getWorkers();
     expect(listed.map((w) => w.id).sort()).toEqual([a.id, b.id].sort());
     expect(listed.find((w) => w.id === a.id)).toMatchObject({ name: 'first', pid: a.child.pid, concurrency: 2, running: 0 });
