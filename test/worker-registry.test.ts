@@ -66,6 +66,16 @@ describe('queue.getWorkers()', () => {
     expect(await client.zscore(h.queue.keys.workers, worker.id)).toBeNull();
   });
 
+  it('a member whose entry is gone before its score passes is dropped by the getWorkers that found it so', async () => {
+    // What a dead worker looks like in the millisecond between its entry's expiry (Redis's clock)
+    // and its member's score (its own): listed by nobody, and then gone from the index too.
+    const queue = new Queue(uniqueQueueName('registry-gone'), { connection: testConnection() });
+    await client.zadd(queue.keys.workers, Date.now() + 60_000, 'gone-worker');
+    expect(await queue.getWorkers()).toEqual([]);
+    expect(await client.zcard(queue.keys.workers)).toBe(0);
+    await queue.close();
+  });
+
   it('a partitioned queue keeps its registry in partition 0', async () => {
     const name = uniqueQueueName('preg');
     const queue = new Queue(name, { connection: testConnection(), partitions: 3 });

@@ -8,9 +8,9 @@ const ENTRIES_PER_READ = 500;
 /**
  * queue.getWorkers(): every live worker of the queue, in every process, from the worker registry
  * its workers' heartbeats keep (WorkerPresence): the index's members whose entry has not expired,
- * oldest first. It drops the expired members first (workers gone without a close), so the index
- * holds about as many members as there are live workers, and the read is one round trip for the
- * index and one MGET per 500 workers.
+ * oldest first. It drops the expired members first (workers gone without a close), and the members
+ * whose entry it found gone, so the index holds about as many members as there are live workers,
+ * and the read is one round trip for the index and one MGET per 500 workers.
  */
 export async function listWorkers(client: RedisClient, keys: Keys): Promise<WorkerInfo[]> {
   const now = Date.now();
@@ -21,12 +21,19 @@ export async function listWorkers(client: RedisClient, keys: Keys): Promise<Work
   for (const [error] of replies) if (error) throw error;
   const ids = replies[1][1] as string[];
   const workers: WorkerInfo[] = [];
+  const gone: string[] = [];
   for (let i = 0; i < ids.length; i += ENTRIES_PER_READ) {
-    const entries = await client.mget(ids.slice(i, i + ENTRIES_PER_READ).map((id) => keys.worker(id)));
-    for (const entry of entries) {
+    const batch = ids.slice(i, i + ENTRIES_PER_READ);
+    const entries = await client.mget(batch.map((id) => keys.worker(id)));
+    entries.forEach((entry, j) => {
       const info = parseWorkerInfo(entry);
       if (info) workers.push(info);
-    }
+      else if (entry === null) gone.push(batch[j]);
+    });
   }
+  // A member whose entry is gone: a dead worker read in the millisecond between its entry's expiry
+  // (Redis's clock) and its member's score (ours). Dropped too, so that the index never holds a
+  // worker this call did not list. (A live worker writes its entry before its member.)
+  if (gone.length > 0) await client.zrem(keys.workers, ...gone);
   return workers.sort((a, b) => a.startedAt - b.startedAt || a.id.localeCompare(b.id));
 }
