@@ -9,10 +9,9 @@
   Returns 1 when moved; -1, -2, -6 or -3 (not in active) when nothing changed.
 ]]
 local rcall = redis.call
--- @include emitEvent
 -- @include deferred
--- @include pushReady
 -- @include releaseFromActive
+-- @include readyAfterRetry
 
 local jobId, token, now, delay = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local jobKey = KEYS[11]
@@ -21,16 +20,8 @@ local code = releaseFromActive(jobKey, KEYS[12], KEYS[1], jobId, token, deferred
 if code ~= 0 then return code end
 applyDeferred(KEYS[10], deferred)
 rcall("HSET", jobKey, "failedReason", ARGV[5], "stacktrace", ARGV[6])
-local maxEvents = ARGV[7]
-if delay > 0 then
-  local dueAt = tostring(now + delay) -- arithmetic: formatted once for its three writes
-  rcall("ZADD", KEYS[8], dueAt, jobId)
-  rcall("ZADD", KEYS[7], dueAt, "1")
-  emitEvent(KEYS[9], maxEvents, "delayed", jobId, "delay", dueAt, "failedReason", ARGV[5])
-else
-  local keys = { wait = KEYS[2], paused = KEYS[3], meta = KEYS[4], prioritized = KEYS[5],
-    pc = KEYS[6], marker = KEYS[7] }
-  pushReady(keys, jobId, tonumber(rcall("HGET", jobKey, "priority")) or 0, false)
-  emitEvent(KEYS[9], maxEvents, "waiting", jobId, "prev", "failed", "failedReason", ARGV[5])
-end
+local keys = { wait = KEYS[2], paused = KEYS[3], meta = KEYS[4], prioritized = KEYS[5], pc = KEYS[6],
+  marker = KEYS[7], delayed = KEYS[8], events = KEYS[9] }
+local dueAt = delay > 0 and tostring(now + delay) or nil
+readyAfterRetry(keys, jobId, jobKey, dueAt, ARGV[5], ARGV[7])
 return 1

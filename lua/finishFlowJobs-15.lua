@@ -332,6 +332,24 @@ local function pickup(keys, prefix, token, lockDuration, now, maxEvents, limiter
   end
   return { taken[1][1], taken[1][2], nextDelayed, 0 }
 end
+-- [lua-src/includes/readyAfterRetry.lua]
+-- readyAfterRetry(keys, jobId, jobKey, dueAt, failedReason, maxEvents): the way back of a failed
+-- attempt whose lock was released for a retry (retryJob-12; finishJobs-13's target "retried").
+-- With dueAt (ms, a string: formatted once for its three writes) it goes to delayed and the marker
+-- is told when, with an event delayed; without, back to ready (pushReady: wait, prioritized or
+-- paused by its stored priority, the marker set), with an event waiting (prev failed). keys holds
+-- wait, paused, meta, prioritized, pc, marker, delayed and events; maxEvents false leaves the
+-- events stream's trim to the caller.
+local function readyAfterRetry(keys, jobId, jobKey, dueAt, failedReason, maxEvents)
+  if dueAt then
+    rcall("ZADD", keys.delayed, dueAt, jobId)
+    rcall("ZADD", keys.marker, dueAt, "1")
+    emitEvent(keys.events, maxEvents, "delayed", jobId, "delay", dueAt, "failedReason", failedReason)
+  else
+    pushReady(keys, jobId, tonumber(rcall("HGET", jobKey, "priority")) or 0, false)
+    emitEvent(keys.events, maxEvents, "waiting", jobId, "prev", "failed", "failedReason", failedReason)
+  end
+end
 -- [lua-src/includes/finishBatch.lua]
 -- finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive): the body of finishJobs-13 and
 -- finishJobsBounded-13. ARGV[1..6] are finishJobs-13's (prefix, now, events max length,
@@ -544,19 +562,10 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
     end
   end
   if retried then
-    -- retryJob-12's second half, after the pickups: to delayed at finishedOn + delay (the marker
-    -- told when), or back to ready (pushReady: wait, prioritized or paused, the marker set), with
-    -- retryJob-12's events.
+    -- After the pickups (readyAfterRetry): to delayed at finishedOn + delay, or back to ready.
     for _, job in ipairs(retried) do
-      if job.keepCount > 0 then
-        local dueAt = tostring(tonumber(job.at) + job.keepCount) -- arithmetic: formatted once for its three writes
-        rcall("ZADD", keys.delayed, dueAt, job.id)
-        rcall("ZADD", keys.marker, dueAt, "1")
-        emitEvent(keys.events, false, "delayed", job.id, "delay", dueAt, "failedReason", job.value)
-      else
-        pushReady(keys, job.id, tonumber(rcall("HGET", job.key, "priority")) or 0, false)
-        emitEvent(keys.events, false, "waiting", job.id, "prev", "failed", "failedReason", job.value)
-      end
+      local dueAt = job.keepCount > 0 and tostring(tonumber(job.at) + job.keepCount) or nil
+      readyAfterRetry(keys, job.id, job.key, dueAt, job.value, false)
     end
   end
   if maxActive and limitedFor == 0 and rcall("LLEN", keys.active) < maxActive

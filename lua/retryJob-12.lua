@@ -10,25 +10,6 @@
   Returns 1 when moved; -1, -2, -6 or -3 (not in active) when nothing changed.
 ]]
 local rcall = redis.call
--- [lua-src/includes/emitEvent.lua]
--- emitEvent(eventsKey, maxEvents, name, jobId, ...extra field/value pairs)
--- Every lifecycle event is one XADD trimmed to about maxEvents entries, so the stream stays bounded.
--- maxEvents is the ARGV string as the runtime sent it: a Lua number given to redis.call is
--- formatted with %.17g on every call, which costs more than many commands (see docs/protocol.md).
--- A batch script passes false and trims once at its end (trimEvents): the stream is over its
--- bound by at most that call's events, for the length of the call.
-local function emitEvent(eventsKey, maxEvents, name, jobId, ...)
-  if maxEvents then
-    rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", name, "jobId", jobId, ...)
-  else
-    rcall("XADD", eventsKey, "*", "event", name, "jobId", jobId, ...)
-  end
-end
-
--- trimEvents(eventsKey, maxEvents): the one trim of a batch script's untrimmed events.
-local function trimEvents(eventsKey, maxEvents)
-  rcall("XTRIM", eventsKey, "MAXLEN", "~", maxEvents)
-end
 -- [lua-src/includes/deferred.lua]
 -- newDeferred() and applyDeferred(stalledKey, deferred): writes a script gathers while it releases
 -- jobs and sends once after: one DEL for every lock it released, one SREM of the stalled set for
@@ -68,6 +49,44 @@ local function applyDeferred(stalledKey, deferred)
   if #deferred.unstall > 0 then rcall("SREM", stalledKey, unpack(deferred.unstall)) end
   for setKey in pairs(deferred.zadds) do flushZadd(deferred, setKey) end
 end
+-- [lua-src/includes/releaseFromActive.lua]
+-- releaseFromActive(jobKey, lockKey, activeKey, jobId, token, deferred): the verify-and-release
+-- step of every script that takes a job out of active (moveToFinished-14, finishJobs-13,
+-- retryJob-12). Checks first, before anything changes: -1 no job hash (JobNotExist), -2 no lock
+-- (JobLockNotExist), -6 another token holds it (JobLockMismatch), -3 not in active (JobNotInState).
+-- Then takes the job out of active and counts the attempt in atm; the lock's DEL and the SREM
+-- from stalled go to `deferred` (sent at the end of the same call).
+-- Returns 0 when it released the job, else the code (and nothing changed).
+local function releaseFromActive(jobKey, lockKey, activeKey, jobId, token, deferred)
+  if rcall("EXISTS", jobKey) == 0 then return -1 end
+  local holder = rcall("GET", lockKey)
+  if not holder then return -2 end
+  if holder ~= token then return -6 end
+  if rcall("LREM", activeKey, "-1", jobId) == 0 then return -3 end
+  rcall("HINCRBY", jobKey, "atm", "1")
+  deferred.dels[#deferred.dels + 1] = lockKey
+  deferred.unstall[#deferred.unstall + 1] = jobId
+  return 0
+end
+-- [lua-src/includes/emitEvent.lua]
+-- emitEvent(eventsKey, maxEvents, name, jobId, ...extra field/value pairs)
+-- Every lifecycle event is one XADD trimmed to about maxEvents entries, so the stream stays bounded.
+-- maxEvents is the ARGV string as the runtime sent it: a Lua number given to redis.call is
+-- formatted with %.17g on every call, which costs more than many commands (see docs/protocol.md).
+-- A batch script passes false and trims once at its end (trimEvents): the stream is over its
+-- bound by at most that call's events, for the length of the call.
+local function emitEvent(eventsKey, maxEvents, name, jobId, ...)
+  if maxEvents then
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", name, "jobId", jobId, ...)
+  else
+    rcall("XADD", eventsKey, "*", "event", name, "jobId", jobId, ...)
+  end
+end
+
+-- trimEvents(eventsKey, maxEvents): the one trim of a batch script's untrimmed events.
+local function trimEvents(eventsKey, maxEvents)
+  rcall("XTRIM", eventsKey, "MAXLEN", "~", maxEvents)
+end
 -- [lua-src/includes/pushReady.lua]
 -- placeReady(keys, jobId, priority, lifo, paused): put a job where workers take ready jobs from.
 -- keys: { wait, paused, meta, prioritized, pc, marker }.
@@ -90,24 +109,23 @@ local function pushReady(keys, jobId, priority, lifo)
   placeReady(keys, jobId, priority, lifo, paused)
   if not paused then rcall("ZADD", keys.marker, "0", "0") end
 end
--- [lua-src/includes/releaseFromActive.lua]
--- releaseFromActive(jobKey, lockKey, activeKey, jobId, token, deferred): the verify-and-release
--- step of every script that takes a job out of active (moveToFinished-14, finishJobs-13,
--- retryJob-12). Checks first, before anything changes: -1 no job hash (JobNotExist), -2 no lock
--- (JobLockNotExist), -6 another token holds it (JobLockMismatch), -3 not in active (JobNotInState).
--- Then takes the job out of active and counts the attempt in atm; the lock's DEL and the SREM
--- from stalled go to `deferred` (sent at the end of the same call).
--- Returns 0 when it released the job, else the code (and nothing changed).
-local function releaseFromActive(jobKey, lockKey, activeKey, jobId, token, deferred)
-  if rcall("EXISTS", jobKey) == 0 then return -1 end
-  local holder = rcall("GET", lockKey)
-  if not holder then return -2 end
-  if holder ~= token then return -6 end
-  if rcall("LREM", activeKey, "-1", jobId) == 0 then return -3 end
-  rcall("HINCRBY", jobKey, "atm", "1")
-  deferred.dels[#deferred.dels + 1] = lockKey
-  deferred.unstall[#deferred.unstall + 1] = jobId
-  return 0
+-- [lua-src/includes/readyAfterRetry.lua]
+-- readyAfterRetry(keys, jobId, jobKey, dueAt, failedReason, maxEvents): the way back of a failed
+-- attempt whose lock was released for a retry (retryJob-12; finishJobs-13's target "retried").
+-- With dueAt (ms, a string: formatted once for its three writes) it goes to delayed and the marker
+-- is told when, with an event delayed; without, back to ready (pushReady: wait, prioritized or
+-- paused by its stored priority, the marker set), with an event waiting (prev failed). keys holds
+-- wait, paused, meta, prioritized, pc, marker, delayed and events; maxEvents false leaves the
+-- events stream's trim to the caller.
+local function readyAfterRetry(keys, jobId, jobKey, dueAt, failedReason, maxEvents)
+  if dueAt then
+    rcall("ZADD", keys.delayed, dueAt, jobId)
+    rcall("ZADD", keys.marker, dueAt, "1")
+    emitEvent(keys.events, maxEvents, "delayed", jobId, "delay", dueAt, "failedReason", failedReason)
+  else
+    pushReady(keys, jobId, tonumber(rcall("HGET", jobKey, "priority")) or 0, false)
+    emitEvent(keys.events, maxEvents, "waiting", jobId, "prev", "failed", "failedReason", failedReason)
+  end
 end
 
 local jobId, token, now, delay = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -117,16 +135,8 @@ local code = releaseFromActive(jobKey, KEYS[12], KEYS[1], jobId, token, deferred
 if code ~= 0 then return code end
 applyDeferred(KEYS[10], deferred)
 rcall("HSET", jobKey, "failedReason", ARGV[5], "stacktrace", ARGV[6])
-local maxEvents = ARGV[7]
-if delay > 0 then
-  local dueAt = tostring(now + delay) -- arithmetic: formatted once for its three writes
-  rcall("ZADD", KEYS[8], dueAt, jobId)
-  rcall("ZADD", KEYS[7], dueAt, "1")
-  emitEvent(KEYS[9], maxEvents, "delayed", jobId, "delay", dueAt, "failedReason", ARGV[5])
-else
-  local keys = { wait = KEYS[2], paused = KEYS[3], meta = KEYS[4], prioritized = KEYS[5],
-    pc = KEYS[6], marker = KEYS[7] }
-  pushReady(keys, jobId, tonumber(rcall("HGET", jobKey, "priority")) or 0, false)
-  emitEvent(KEYS[9], maxEvents, "waiting", jobId, "prev", "failed", "failedReason", ARGV[5])
-end
+local keys = { wait = KEYS[2], paused = KEYS[3], meta = KEYS[4], prioritized = KEYS[5], pc = KEYS[6],
+  marker = KEYS[7], delayed = KEYS[8], events = KEYS[9] }
+local dueAt = delay > 0 and tostring(now + delay) or nil
+readyAfterRetry(keys, jobId, jobKey, dueAt, ARGV[5], ARGV[7])
 return 1

@@ -3,8 +3,8 @@
 -- @include finishJob
 -- @include releaseFromActive
 -- @include promoteDelayed
--- @include pushReady
 -- @include pickup
+-- @include readyAfterRetry
 -- finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive): the body of finishJobs-13 and
 -- finishJobsBounded-13. ARGV[1..6] are finishJobs-13's (prefix, now, events max length,
 -- lockDuration, rate-limit max and window); the nine fields of each job begin at ARGV[firstJobArg].
@@ -216,19 +216,10 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
     end
   end
   if retried then
-    -- retryJob-12's second half, after the pickups: to delayed at finishedOn + delay (the marker
-    -- told when), or back to ready (pushReady: wait, prioritized or paused, the marker set), with
-    -- retryJob-12's events.
+    -- After the pickups (readyAfterRetry): to delayed at finishedOn + delay, or back to ready.
     for _, job in ipairs(retried) do
-      if job.keepCount > 0 then
-        local dueAt = tostring(tonumber(job.at) + job.keepCount) -- arithmetic: formatted once for its three writes
-        rcall("ZADD", keys.delayed, dueAt, job.id)
-        rcall("ZADD", keys.marker, dueAt, "1")
-        emitEvent(keys.events, false, "delayed", job.id, "delay", dueAt, "failedReason", job.value)
-      else
-        pushReady(keys, job.id, tonumber(rcall("HGET", job.key, "priority")) or 0, false)
-        emitEvent(keys.events, false, "waiting", job.id, "prev", "failed", "failedReason", job.value)
-      end
+      local dueAt = job.keepCount > 0 and tostring(tonumber(job.at) + job.keepCount) or nil
+      readyAfterRetry(keys, job.id, job.key, dueAt, job.value, false)
     end
   end
   if maxActive and limitedFor == 0 and rcall("LLEN", keys.active) < maxActive
