@@ -107,6 +107,27 @@ export function checkScenario({ ids, jobs, finished, left, records, faults, cras
 const SWEEP_LAG_ALLOWANCE_MS = 100;
 
 /** How long after a kill a job its worker held may stay in active: the sweep's bound. */
+/**
+ * A move out of active that a run ledgered it was about to make (`intent`: its id, fencing number
+ * `ats` and time `t`), as Redis's event stream has it: the first event the predicate `isLanding`
+ * accepts after the record and before the job's next run started, or undefined. (Redis's event
+ * times and the ledgers' are ms of one clock.)
+ */
+export function landingOf(intent, events, starts, isLanding) {
+  const nextRun = starts.find((r) => r.id === intent.id && r.ats > intent.ats)?.t ?? Infinity;
+  return events.find((e) => e.jobId === intent.id && isLanding(e) && e.at >= intent.t && e.at <= nextRun);
+}
+
+/**
+ * The runs (`${id}#${ats}`) whose ledgered move landed, whether or not their worker lived to hear
+ * it. `landingFor(record)` is the predicate of the events that land a record's move, or undefined
+ * for a record that announces none.
+ */
+export function landedRuns(records, events, landingFor) {
+  const starts = records.filter((r) => r.type === 'start');
+  return records.filter((r) => landingFor(r) && landingOf(r, events, starts, landingFor(r))).map((r) => `${r.id}#${r.ats}`);
+}
+
 export function releaseBoundMs(timing) {
   return timing.lockDuration + timing.stalledInterval + SWEEP_LAG_ALLOWANCE_MS;
 }

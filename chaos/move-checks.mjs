@@ -3,28 +3,17 @@
 // back for a 429 (updateData, worker.rateLimit, RateLimitError: moveJobFromActiveToWait-11), with
 // worker processes killed -9 right around those moves. What Redis holds at the end and its event
 // stream against the ledgers.
-import { releaseFigures, releaseProblems, releasesAfterFaults, sweptOrFinished, violations } from './checks.mjs';
+import { landedRuns, landingOf, releaseFigures, releaseProblems, releasesAfterFaults, sweptOrFinished, violations } from './checks.mjs';
 import { openAttempts } from './ledger.mjs';
 
 const isStepMove = (e) => e.event === 'delayed';
 const isGiveBack = (e) => e.event === 'waiting' && e.prev === 'active';
 
-/**
- * The move a run ledgered it was about to make (`moving`, `limiting`), as Redis's event stream has
- * it: an event of its kind after the record and before the job's next run started, or undefined.
- * (Redis's event times and the ledgers' are ms of one clock.)
- */
-function landingOf(intent, events, starts) {
-  const nextRun = starts.find((r) => r.id === intent.id && r.ats > intent.ats)?.t ?? Infinity;
-  const kind = intent.type === 'moving' ? isStepMove : isGiveBack;
-  return events.find((e) => e.jobId === intent.id && kind(e) && e.at >= intent.t && e.at <= nextRun);
-}
+/** The events that land a `moving` (a step) or `limiting` (a give-back) record's move. */
+const moveLandingFor = (record) => (record.type === 'moving' ? isStepMove : record.type === 'limiting' ? isGiveBack : undefined);
 
 /** The runs (`${id}#${ats}`) whose move out of active landed, whether or not their worker lived to hear it. */
-export function movedRuns(records, events) {
-  const starts = records.filter((r) => r.type === 'start');
-  return records.filter((r) => (r.type === 'moving' || r.type === 'limiting') && landingOf(r, events, starts)).map((r) => `${r.id}#${r.ats}`);
-}
+export const movedRuns = (records, events) => landedRuns(records, events, moveLandingFor);
 
 /**
  * `kinds` maps each job id to its plan ('steps', 'limited' or 'plain'); `jobs` each id to its final
@@ -86,7 +75,7 @@ export function checkMoves({ ids, kinds, jobs, records, events, faults, timing }
   const killsAroundMoves = { steps: tally(), giveBacks: tally() };
   const aimedKills = aimed.map((fault) => {
     const step = fault.around === 'moving';
-    const landed = landingOf({ type: fault.around, id: fault.id, ats: fault.ats, t: fault.movingAt }, events, starts);
+    const landed = landingOf({ id: fault.id, ats: fault.ats, t: fault.movingAt }, events, starts, step ? isStepMove : isGiveBack);
     const data = JSON.parse(jobs.get(fault.id)?.data ?? '{}');
     const saved = (step ? data.stepped : data.limitedAt) === fault.ats;
     const where = landed ? (landed.at >= fault.at ? 'inFlight' : 'afterLanding') : saved ? 'savedNotMoved' : 'nothingLanded';

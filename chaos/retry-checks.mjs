@@ -3,26 +3,14 @@
 // "retried"), back to wait or, with a backoff, to delayed, while worker processes are killed -9
 // right around them and their connections are cut. What Redis holds at the end and its event
 // stream against the ledgers.
-import { releaseFigures, releaseProblems, releasesAfterFaults, sweptOrFinished, violations } from './checks.mjs';
+import { landedRuns, releaseFigures, releaseProblems, releasesAfterFaults, sweptOrFinished, violations } from './checks.mjs';
 import { openAttempts } from './ledger.mjs';
 
 /** A retry landing in Redis's stream: back to wait (prev failed), or to delayed with its failedReason. */
 const isRetry = (e) => (e.event === 'waiting' && e.prev === 'failed') || (e.event === 'delayed' && e.failedReason !== undefined);
 
-/**
- * The retry a run ledgered it was about to make (`retrying`), as the stream has it: a retry event
- * after the record and before the job's next run started, or undefined.
- */
-function landingOf(intent, events, starts) {
-  const nextRun = starts.find((r) => r.id === intent.id && r.ats > intent.ats)?.t ?? Infinity;
-  return events.find((e) => e.jobId === intent.id && isRetry(e) && e.at >= intent.t && e.at <= nextRun);
-}
-
-/** The runs (`${id}#${ats}`) whose retry landed, whether or not their worker lived to hear it. */
-export function retriedRuns(records, events) {
-  const starts = records.filter((r) => r.type === 'start');
-  return records.filter((r) => r.type === 'retrying' && landingOf(r, events, starts)).map((r) => `${r.id}#${r.ats}`);
-}
+/** The runs (`${id}#${ats}`) whose retry (a `retrying` record) landed, whether or not their worker lived to hear it. */
+export const retriedRuns = (records, events) => landedRuns(records, events, (r) => (r.type === 'retrying' ? isRetry : undefined));
 
 /**
  * `kinds` maps each job id to its plan ('retry', 'retry-backoff' or 'plain'); `jobs` each id to its
