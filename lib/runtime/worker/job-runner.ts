@@ -242,9 +242,7 @@ export class JobRunner {
     if (!jobKey.startsWith(keys.base)) return;
     const lock = this.locks.lockOf(jobKey.slice(keys.base.length));
     const job = lock && this.running.get(lock);
-    if (!job) return;
-    if (!this.flowJobs.has(job)) this.flowJobs.set(job, '');
-    this.parents.add(job);
+    if (job) this.becomeParent(job);
   }
 
   ownRun(jobId: string, token: string): RunOwnership | undefined {
@@ -260,11 +258,20 @@ export class JobRunner {
       stayed: () => lock.cancelRelease(),
       becameParent: () => {
         const job = this.running.get(lock);
-        if (!job) return;
-        if (!this.flowJobs.has(job)) this.flowJobs.set(job, '');
-        this.parents.add(job);
+        if (job) this.becomeParent(job);
       },
     };
+  }
+
+  /** A running job that got children: it now finishes as a flow job (its policy kept if it had one) and as a parent. */
+  private becomeParent(job: Job): void {
+    if (!this.flowJobs.has(job)) this.flowJobs.set(job, '');
+    this.parents.add(job);
+  }
+
+  /** A job of a flow (flowJobs), on a worker that runs flows: it finishes by finishFlowJobs-15 and retries alone. */
+  private isFlowJob(job: Job): boolean {
+    return this.flows !== undefined && this.flowJobs.has(job);
   }
 
   /**
@@ -328,7 +335,7 @@ export class JobRunner {
     if (decision?.retry) {
       const delay = decision.delay;
       let next: ActiveJob | undefined;
-      if (this.flows !== undefined && this.flowJobs.has(job)) {
+      if (this.isFlowJob(job)) {
         // A job of a flow retries alone (retryJob-12): finishFlowJobs-15 takes no retry.
         const release: Release = { outcome: 'retried', attemptsMade, mayRemove: false };
         await this.releases.send(job, lock, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), release);
@@ -407,7 +414,7 @@ export class JobRunner {
     let acquiredAt = firstSentAt;
     let askedForNext = false;
     const release: Release = { outcome, attemptsMade, mayRemove: outcome !== 'retried' && (keepCount >= 0 || keepAgeMs > 0) };
-    const flowJob = this.flows !== undefined && this.flowJobs.has(job);
+    const flowJob = this.isFlowJob(job);
     const pickup = await this.releases.send(job, lock, () => {
       acquiredAt = Date.now();
       const next = fetchNext() ? { token, lockDuration: this.lockDuration } : undefined;
