@@ -16,10 +16,11 @@ import { freePort } from '../test/support/redis-process.js';
 
 const ROUNDS = 100;
 /**
- * Finishes per call: 25 is a worker at concurrency 50 on a plain queue; 6 and 2 are what the same
- * worker's finishes come to per partition of a queue of 8 partitions (bench/README.md, partitions).
+ * Finishes per call, and the script: a lone finish as the fixed moveToFinished-14 and as a batch of
+ * one; 25 is a worker at concurrency 50 on a plain queue; 6 and 2 are what the same worker's
+ * finishes come to per partition of a queue of 8 partitions (bench/README.md, partitions).
  */
-const BATCHES = [1, 2, 6, 25];
+const FINISH_ROWS = [[1, 'moveToFinished-14'], [1, 'finishJobs-13'], [2, 'finishJobs-13'], [6, 'finishJobs-13'], [25, 'finishJobs-13']];
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'echomq-script-cost-'));
@@ -61,22 +62,21 @@ async function main() {
       for (let i = 0; i < ROUNDS; i++) await client.spublish(new Keys('pickups#0').wake, '');
     });
 
-    for (const batch of BATCHES) {
-      const scripts = new Scripts(client, new Keys(`finish-${batch}`), 10_000);
+    for (const [batch, script] of FINISH_ROWS) {
+      const scripts = new Scripts(client, new Keys(`finish-${batch}-${script}`), 10_000);
       await scripts.addJobs(Array.from({ length: (ROUNDS + 1) * batch }, (_, i) => newJob(i)));
       let held = [];
       for (let i = 0; i < batch; i++) {
         const token = uuid();
         held.push({ jobId: (await scripts.moveToActive(token, 30_000, Date.now())).job.id, token });
       }
-      const script = batch === 1 ? 'moveToFinished-14' : 'finishJobs-13';
       await measure(`finish + fetch-next, ${batch} a call (${script})`, ROUNDS * batch, async () => {
         for (let round = 0; round < ROUNDS; round++) {
           const finishes = held.map(({ jobId, token }) => ({
             jobId, token, timestamp: Date.now(), outcome: 'completed', value: 'null', stacktrace: '', keepCount: -1, keepAgeMs: 0,
             next: { token: uuid(), lockDuration: 30_000 },
           }));
-          const picked = batch === 1 ? [await scripts.moveToFinished(finishes[0])] : await scripts.finishJobs(finishes, Date.now(), 30_000);
+          const picked = script === 'moveToFinished-14' ? [await scripts.moveToFinished(finishes[0])] : await scripts.finishJobs(finishes, Date.now(), 30_000);
           held = picked.map((pickup, i) => ({ jobId: pickup.job.id, token: finishes[i].next.token }));
         }
       });
