@@ -1,17 +1,19 @@
-// node bench/profile-echomq.mjs [jobs] [concurrency] [--alloc | --promoted]: EchoMQ alone (SYSTEM=bullmq for
+// node bench/profile-echomq.mjs [jobs] [concurrency] [--alloc | --promoted] [--few-kb]: EchoMQ alone (SYSTEM=bullmq for
 // BullMQ) processing no-op jobs on a private Redis, to find where its Node time goes. Only the
 // processing is profiled, not the preload nor module loading: the .cpuprofile (or, with --alloc,
 // the .heapprofile of every allocation, collected or not) opens in DevTools, and the top functions
 // by self time (or bytes allocated) a job are printed, with Node's and Redis's CPU per job.
 // --promoted samples only what outlived a scavenge (collected by a major GC or still alive at the
 // end): the objects the young generation promotes, which the major GC then pays for.
+// --few-kb gives every job the 3.5 KB data of `--only settings` (fewKilobytes) instead of { i }.
 import { Session } from 'node:inspector/promises';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-process.js';
-import { preload } from './add-scenarios.mjs';
+import { BULK_BATCH, preload } from './add-scenarios.mjs';
+import { fewKilobytes } from './setting-scenarios.mjs';
 import { SYSTEMS } from './systems.mjs';
 
 const promoted = process.argv.includes('--promoted');
@@ -22,7 +24,13 @@ const server = await startRedis();
 const admin = new Redis(server.url);
 const system = SYSTEMS[process.env.SYSTEM ?? 'echomq'];
 const queue = system.queue('profile', server.url);
-await preload(queue, jobs);
+if (process.argv.includes('--few-kb')) {
+  for (let start = 0; start < jobs; start += BULK_BATCH) {
+    await queue.addBulk(Array.from({ length: Math.min(BULK_BATCH, jobs - start) }, (_, k) => ({ name: 'bench', data: fewKilobytes(start + k) })));
+  }
+} else {
+  await preload(queue, jobs);
+}
 let finished = 0;
 let resolveDone;
 const done = new Promise((resolve) => (resolveDone = resolve));

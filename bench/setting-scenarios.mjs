@@ -13,7 +13,7 @@ const DATA_FIELDS = 48;
  * A job's data of about 3.5 KB, like an order or a webhook body: many short text fields, each
  * different (a payload of one repeated character would flatter both systems' string handling).
  */
-function fewKilobytes(i) {
+export function fewKilobytes(i) {
   const data = { i };
   for (let f = 0; f < DATA_FIELDS; f++) data[`field${f}`] = `${i}-${f}-`.padEnd(60, ((i * 31 + f * 7) % 1e9).toString(36));
   return data;

@@ -80,12 +80,13 @@ export class JobRunner {
   private readonly releases: ReleaseSender;
   /** Runs whose handler moved its job to delayed or waiting-children (ownRun): the runner neither completes nor fails them. */
   private readonly movedAway = new WeakMap<JobLock, 'delayed' | 'waiting-children'>();
-  /** Jobs of flows being run, with their policy on failure (pfp): they finish by finishFlowJobs-15 and leave a notice (FlowFinishing), the others as before. */
-  private readonly flowJobs = new WeakMap<Job, ParentPolicy>();
-  /** Of those, the parents (fch, or children added while they ran): a child's failParentOnFailure may have marked them (cfr). */
-  private readonly parents = new WeakSet<Job>();
-  /** The job of each run under way, for ownRun's becameParent. */
-  private readonly running = new WeakMap<JobLock, Job>();
+  // Keyed by the run's lock and holding no Job: measured (bench/README.md, "Data of 3.5 KB,
+  // found"), V8 keeps what a long-lived Map or WeakMap once held, deleted or not, reachable until
+  // the next full GC, and a Job holds its data: every job's data was promoted with it.
+  /** Runs of jobs of flows, with their policy on failure (pfp): they finish by finishFlowJobs-15 and leave a notice (FlowFinishing), the others as before. */
+  private readonly flowJobs = new WeakMap<JobLock, ParentPolicy>();
+  /** Of those, the runs of parents (fch, or children added while they ran): a child's failParentOnFailure may have marked them (cfr). */
+  private readonly parents = new WeakSet<JobLock>();
 
   constructor(
     private readonly processor: ProcessorFunction,
@@ -122,13 +123,12 @@ export class JobRunner {
       job = new Job(this.context, active.id, '', undefined, {}, 0);
     }
     const lock = this.locks.track(active.id, active.token, job.attemptsStarted, active.acquiredAt);
-    this.running.set(lock, job);
     const attempt = this.spans?.begin(job, lock);
     // From the raw fields: a corrupt child still finishes by finishFlowJob-8, whose notice its parent needs.
     const flowLink = flowLinkOf(active.fields);
     if (flowLink) {
-      this.flowJobs.set(job, flowLink.policy);
-      if (flowLink.parent) this.parents.add(job);
+      this.flowJobs.set(lock, flowLink.policy);
+      if (flowLink.parent) this.parents.add(lock);
     }
     // Cancelled by queue.cancelJob before this pickup (the pickup's fields carry the mark): the run
     // is cut short before it starts, and fails as cancelled below without its handler.
@@ -240,9 +240,9 @@ export class JobRunner {
   markParent(jobKey: string): void {
     const { keys } = this.context;
     if (!jobKey.startsWith(keys.base)) return;
+    // The locks this runner holds are those of its runs under way.
     const lock = this.locks.lockOf(jobKey.slice(keys.base.length));
-    const job = lock && this.running.get(lock);
-    if (job) this.becomeParent(job);
+    if (lock) this.becomeParent(lock);
   }
 
   ownRun(jobId: string, token: string): RunOwnership | undefined {
@@ -256,22 +256,19 @@ export class JobRunner {
         lock.release(to);
       },
       stayed: () => lock.cancelRelease(),
-      becameParent: () => {
-        const job = this.running.get(lock);
-        if (job) this.becomeParent(job);
-      },
+      becameParent: () => this.becomeParent(lock),
     };
   }
 
-  /** A running job that got children: it now finishes as a flow job (its policy kept if it had one) and as a parent. */
-  private becomeParent(job: Job): void {
-    if (!this.flowJobs.has(job)) this.flowJobs.set(job, '');
-    this.parents.add(job);
+  /** A run whose job got children: it now finishes as a flow job's (its policy kept if it had one) and as a parent's. */
+  private becomeParent(lock: JobLock): void {
+    if (!this.flowJobs.has(lock)) this.flowJobs.set(lock, '');
+    this.parents.add(lock);
   }
 
-  /** A job of a flow (flowJobs), on a worker that runs flows: it finishes by finishFlowJobs-15 and retries alone. */
-  private isFlowJob(job: Job): boolean {
-    return this.flows !== undefined && this.flowJobs.has(job);
+  /** The run of a job of a flow (flowJobs), on a worker that runs flows: it finishes by finishFlowJobs-15 and retries alone. */
+  private isFlowJob(lock: JobLock): boolean {
+    return this.flows !== undefined && this.flowJobs.has(lock);
   }
 
   /**
@@ -292,7 +289,7 @@ export class JobRunner {
   private async settle(
     job: Job, lock: JobLock, result: unknown, failure: Error | undefined, fetchNext: () => boolean, attempt: AttemptSpan | undefined,
   ): Promise<ActiveJob | undefined> {
-    if (!failure && this.parents.has(job)) {
+    if (!failure && this.parents.has(lock)) {
       // A parent does not complete once a child failed with failParentOnFailure while it ran.
       const childFailed = await this.context.client.hget(this.context.keys.job(job.id), 'cfr');
       if (childFailed !== null) failure = new UnrecoverableError(childFailed);
@@ -335,7 +332,7 @@ export class JobRunner {
     if (decision?.retry) {
       const delay = decision.delay;
       let next: ActiveJob | undefined;
-      if (this.isFlowJob(job)) {
+      if (this.isFlowJob(lock)) {
         // A job of a flow retries alone (retryJob-12): finishFlowJobs-15 takes no retry.
         const release: Release = { outcome: 'retried', attemptsMade, mayRemove: false };
         await this.releases.send(job, lock, () => this.scripts.retryJob({ jobId: job.id, token, timestamp: Date.now(), delay, failedReason: reason, stacktrace }), release);
@@ -414,7 +411,7 @@ export class JobRunner {
     let acquiredAt = firstSentAt;
     let askedForNext = false;
     const release: Release = { outcome, attemptsMade, mayRemove: outcome !== 'retried' && (keepCount >= 0 || keepAgeMs > 0) };
-    const flowJob = this.isFlowJob(job);
+    const flowJob = this.isFlowJob(lock);
     const pickup = await this.releases.send(job, lock, () => {
       acquiredAt = Date.now();
       const next = fetchNext() ? { token, lockDuration: this.lockDuration } : undefined;
@@ -426,7 +423,7 @@ export class JobRunner {
     // holds it: "landed" may also be a job removed meanwhile, whose notice is another finish's.
     if (flowJob && job.parentKey !== undefined && outcome !== 'retried') {
       if (pickup === LANDED_EARLIER) this.flows?.notices.sendStored(job.id);
-      else this.flows?.notices.send({ childId: job.id, parentKey: job.parentKey, outcome, value, policy: this.flowJobs.get(job) ?? '' });
+      else this.flows?.notices.send({ childId: job.id, parentKey: job.parentKey, outcome, value, policy: this.flowJobs.get(lock) ?? '' });
     }
     if (pickup === LANDED_EARLIER) {
       if (!askedForNext) return undefined;
