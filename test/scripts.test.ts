@@ -564,7 +564,7 @@ describe('finishJobs-13 (the batch form of moveToFinished-14)', () => {
         if (property === 'evalsha' || property === 'eval') { // eval: the NOSCRIPT resend
           return async (...args: unknown[]) => {
             const reply = await (target[property] as (...a: unknown[]) => Promise<unknown>)(...args);
-            replies.push(reply);
+            replies.push(Array.isArray(reply) ? [...reply] : reply); // a copy: Scripts empties a reply once read
             return reply;
           };
         }
