@@ -59,9 +59,14 @@ export const addBulk = {
 
 /** Fills a queue with `total` no-op jobs (not measured), numbered by data.i, each with `opts` when given. */
 export async function preload(queue, total, opts) {
+  await preloadJobs(queue, total, (i) => (opts ? { name: 'bench', data: { i }, opts } : { name: 'bench', data: { i } }));
+}
+
+/** Adds `total` jobs, `jobOf(i)` each, BULK_BATCH to an addBulk call. */
+export async function preloadJobs(queue, total, jobOf) {
   for (let start = 0; start < total; start += BULK_BATCH) {
     const jobs = [];
-    for (let i = start; i < Math.min(total, start + BULK_BATCH); i++) jobs.push(opts ? { name: 'bench', data: { i }, opts } : { name: 'bench', data: { i } });
+    for (let i = start; i < Math.min(total, start + BULK_BATCH); i++) jobs.push(jobOf(i));
     await queue.addBulk(jobs);
   }
 }

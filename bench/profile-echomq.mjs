@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-process.js';
-import { BULK_BATCH, preload } from './add-scenarios.mjs';
+import { preload, preloadJobs } from './add-scenarios.mjs';
 import { fewKilobytes } from './setting-scenarios.mjs';
 import { SYSTEMS } from './systems.mjs';
 
@@ -24,13 +24,8 @@ const server = await startRedis();
 const admin = new Redis(server.url);
 const system = SYSTEMS[process.env.SYSTEM ?? 'echomq'];
 const queue = system.queue('profile', server.url);
-if (process.argv.includes('--few-kb')) {
-  for (let start = 0; start < jobs; start += BULK_BATCH) {
-    await queue.addBulk(Array.from({ length: Math.min(BULK_BATCH, jobs - start) }, (_, k) => ({ name: 'bench', data: fewKilobytes(start + k) })));
-  }
-} else {
-  await preload(queue, jobs);
-}
+if (process.argv.includes('--few-kb')) await preloadJobs(queue, jobs, (i) => ({ name: 'bench', data: fewKilobytes(i) }));
+else await preload(queue, jobs);
 let finished = 0;
 let resolveDone;
 const done = new Promise((resolve) => (resolveDone = resolve));

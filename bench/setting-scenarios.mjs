@@ -2,7 +2,7 @@
 // run"): priorities, a few KB of data per job, a retry per job, every job failing. Opt-in
 // (`--only settings`): the default run stays as long as it was.
 import { CheckFailed, check, measure } from './measure.mjs';
-import { BULK_BATCH } from './add-scenarios.mjs';
+import { preloadJobs } from './add-scenarios.mjs';
 import { verifyCounts } from './verify.mjs';
 
 const CONCURRENCY = 50;
@@ -45,11 +45,7 @@ function inSetting(setting) {
       worker.on('error', (error) => console.error(`${system.name} worker error:`, error.message));
       let closed = false;
       try {
-        for (let start = 0; start < total; start += BULK_BATCH) {
-          const jobs = [];
-          for (let i = start; i < Math.min(total, start + BULK_BATCH); i++) jobs.push({ name: 'bench', data: setting.data(i), opts: setting.opts(i) });
-          await queue.addBulk(jobs);
-        }
+        await preloadJobs(queue, total, (i) => ({ name: 'bench', data: setting.data(i), opts: setting.opts(i) }));
         await system.ready(worker);
         const figures = await measure(ctx.meter, total, async () => {
           void worker.run();
