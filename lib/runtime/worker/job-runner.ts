@@ -230,21 +230,22 @@ export class JobRunner {
     }
   }
 
+  /** A child was added to a job (running-parents.ts): when this runner runs it, the run is a parent's. */
+  markParent(jobKey: string): void {
+    const { keys } = this.context;
+    if (!jobKey.startsWith(keys.base)) return;
+    // Every lock this runner tracks is one of its runs (a job held ahead by prefetch included);
+    // one whose settle already read `parents` is not changed by the mark.
+    const lock = this.locks.lockOf(jobKey.slice(keys.base.length));
+    if (lock) this.becomeParent(lock);
+  }
+
   /**
    * The run of a job this runner holds under `token`, for the handler's own job.moveToDelayed and
    * job.moveToWaitingChildren (JobContext.ownRun): the lock stops being renewed as the move is sent (a renewal that finds it
    * gone is the move's to judge) and is let go when the move lands. Built only when a handler moves
    * its job, so a run that does not costs nothing.
    */
-  /** A child was added to a job (running-parents.ts): when this runner runs it, the run is a parent's. */
-  markParent(jobKey: string): void {
-    const { keys } = this.context;
-    if (!jobKey.startsWith(keys.base)) return;
-    // The locks this runner holds are those of its runs under way.
-    const lock = this.locks.lockOf(jobKey.slice(keys.base.length));
-    if (lock) this.becomeParent(lock);
-  }
-
   ownRun(jobId: string, token: string): RunOwnership | undefined {
     const lock = this.locks.lockOf(jobId);
     if (!lock || lock.token !== token) return undefined;
