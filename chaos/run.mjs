@@ -2,7 +2,9 @@
 // npm run chaos: runs every scenario (or those named with --only) against the built library and
 // prints the table. Exit code 1 when any check failed. The failover scenarios need redis-cli and
 // Redis 5+ for their cluster; without them they are skipped, with the reason printed.
-//   node chaos/run.mjs [--profile ci|full] [--lib path/to/index.js] [--only name,...] [--json out.json]
+//   node chaos/run.mjs [--profile ci|full] [--lib path/to/index.js] [--only name,...] [--json out.json] [--parallel N]
+// --parallel N runs up to N scenarios at once (each has its own redis-servers and worker processes);
+// the table and the JSON keep the scenarios' order.
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -27,6 +29,7 @@ const { values } = parseArgs({
     lib: { type: 'string', default: 'dist/lib/index.js' },
     only: { type: 'string' },
     json: { type: 'string' },
+    parallel: { type: 'string', default: '1' },
   },
 });
 const profile = PROFILES[values.profile];
@@ -41,14 +44,14 @@ console.log(`chaos profile ${values.profile}: ${profile.workers} worker processe
 // leave the event loop empty and end this script mid-await.
 const keepAlive = setInterval(() => undefined, 1000);
 undoOnSignals();
-const rows = [];
-for (const scenario of scenarios) {
+const rows = new Array(scenarios.length);
+async function runOne(scenario, index) {
   const started = Date.now();
   const run = scenario.cluster ? runFailoverScenario : scenario.scheduler ? runSchedulerScenario : runScenario;
   const row = await run(scenario, profile, libPath);
   if (row.skipped) {
     console.log(`${scenario.name}: skipped (${row.skipped})`);
-    continue;
+    return;
   }
   // Overlapping faults (a kill while Redis restarts) add up, so the bound holds per single fault.
   if (scenario.cluster) row.problems = failoverViolations(row);
@@ -59,7 +62,7 @@ for (const scenario of scenarios) {
   else if (scenario.workerOptions?.prefetch) row.problems = prefetchViolations(row);
   else row.problems = violations(row, { expectRefusals: /SIGSTOP|blocking/.test(scenario.name), boundRecovery: !scenario.mixed });
   row.seconds = Math.round((Date.now() - started) / 100) / 10;
-  rows.push(row);
+  rows[index] = row;
   console.log(`${scenario.name}: ${row.problems.length ? 'FAIL ' + row.problems.join('; ') : 'ok'} (${row.seconds} s)`);
   if (scenario.cluster) console.log(formatFailover(row));
   if (scenario.scheduler) console.log(formatScheduler(row));
@@ -68,7 +71,17 @@ for (const scenario of scenarios) {
   if (scenario.retries) console.log(formatRetries(row));
   if (scenario.workerOptions?.prefetch) console.log(formatPrefetch(row));
 }
+// A pool of --parallel lanes, each taking the next scenario in order.
+let next = 0;
+const lanes = Array.from({ length: Math.max(1, Number(values.parallel)) }, async () => {
+  while (next < scenarios.length) {
+    const index = next++;
+    await runOne(scenarios[index], index);
+  }
+});
+await Promise.all(lanes);
+const ran = rows.filter(Boolean);
 clearInterval(keepAlive);
-console.log('\n' + formatTable(rows));
-if (values.json) writeFileSync(values.json, JSON.stringify(rows, null, 2));
-process.exit(rows.some((r) => r.problems.length) ? 1 : 0);
+console.log('\n' + formatTable(ran));
+if (values.json) writeFileSync(values.json, JSON.stringify(ran, null, 2));
+process.exit(ran.some((r) => r.problems.length) ? 1 : 0);
