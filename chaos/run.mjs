@@ -36,6 +36,8 @@ const profile = PROFILES[values.profile];
 if (!profile) throw new Error(`unknown profile ${values.profile}; use ${Object.keys(PROFILES).join(' or ')}`);
 const libPath = pathToFileURL(resolve(values.lib)).href;
 const only = values.only?.split(',');
+const parallel = Number(values.parallel);
+if (!Number.isInteger(parallel) || parallel < 1) throw new Error(`--parallel takes a whole number of scenarios at once, 1 or more, not ${values.parallel}`);
 const scenarios = SCENARIOS.filter((s) => !only || only.includes(s.name));
 
 console.log(`chaos profile ${values.profile}: ${profile.workers} worker processes × concurrency ${profile.concurrency}, ` +
@@ -73,7 +75,7 @@ async function runOne(scenario, index) {
 }
 // A pool of --parallel lanes, each taking the next scenario in order.
 let next = 0;
-const lanes = Array.from({ length: Math.max(1, Number(values.parallel)) }, async () => {
+const lanes = Array.from({ length: parallel }, async () => {
   while (next < scenarios.length) {
     const index = next++;
     await runOne(scenarios[index], index);
