@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { Command } from 'ioredis';
 import { v4 as uuid } from 'uuid';
 import { EchoMQError } from '../lib/index.js';
 import { SCRIPTS, Scripts } from '../lib/internal.js';
@@ -561,11 +562,19 @@ describe('finishJobs-13 (the batch form of moveToFinished-14)', () => {
     const replies: unknown[] = [];
     const spy = new Proxy(client, {
       get(target, property) {
+        // A copy: Scripts empties a reply once read.
+        const keep = (reply: unknown) => replies.push(Array.isArray(reply) ? [...reply] : reply);
         if (property === 'evalsha' || property === 'eval') { // eval: the NOSCRIPT resend
           return async (...args: unknown[]) => {
             const reply = await (target[property] as (...a: unknown[]) => Promise<unknown>)(...args);
-            replies.push(Array.isArray(reply) ? [...reply] : reply); // a copy: Scripts empties a reply once read
+            keep(reply);
             return reply;
+          };
+        }
+        if (property === 'sendCommand') { // EVALSHA as a built Command (script-command.ts)
+          return (command: Command) => {
+            command.promise.then(keep, () => undefined); // registered before the caller awaits it, so it runs first
+            return target.sendCommand(command);
           };
         }
         const value = Reflect.get(target, property) as unknown;
