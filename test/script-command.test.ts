@@ -1,8 +1,10 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { Queue, Worker } from '../lib/index.js';
+import { Keys, Queue, Worker } from '../lib/index.js';
+import { Scripts } from '../lib/internal.js';
 import { evalshaCommand } from '../lib/protocol/script-command.js';
-import { eventually, redisUrl, singleNodeDescribe, uniqueQueueName } from './support/redis.js';
+import { eventually, newClient, redisUrl, singleNodeDescribe, uniqueQueueName } from './support/redis.js';
+import { newJob } from './support/scripts.js';
 
 // Script calls go out as a Command built with its arguments in place (lib/protocol/script-command.ts),
 // not through ioredis's evalsha(), which copies them with Array.prototype.flat().
@@ -16,6 +18,34 @@ describe('evalshaCommand', () => {
     const written = command.toWritable(undefined as never) as Buffer;
     expect(Buffer.isBuffer(written)).toBe(true);
     expect(written.includes(Buffer.concat([Buffer.from('$3\r\n'), bytes, Buffer.from('\r\n')]))).toBe(true);
+  });
+
+  it('is how Scripts sends a call, alone and pipelined, on a plain connection: never through evalsha()', async () => {
+    const client = newClient();
+    const used: string[] = [];
+    // Records which of ioredis's ways a call takes, on the connection and on its pipelines.
+    const recording = <T extends object>(target: T, label: string): T => new Proxy(target, {
+      get(inner, property) {
+        if (property === 'evalsha' || property === 'sendCommand') used.push(`${label}.${property}`);
+        const value = Reflect.get(inner, property) as unknown;
+        if (typeof value !== 'function') return value;
+        const bound = (value as (...a: unknown[]) => unknown).bind(inner);
+        return property === 'pipeline' ? () => recording(bound() as object, 'pipeline') : bound;
+      },
+    });
+    const spy = recording(client, 'client');
+    try {
+      const scripts = new Scripts(spy, new Keys(uniqueQueueName('script-command')), 1000);
+      await scripts.addJobs([newJob(), newJob()]); // pipelined (runPipelined)
+      const picked = await scripts.moveToActive('00000000-0000-4000-8000-000000000000', 30_000, Date.now()); // alone (Script.run)
+      expect(picked.job).toBeDefined();
+      // (A first call of a script on this Redis answers NOSCRIPT and is resent alone, as EVAL.)
+      expect(used).toContain('pipeline.sendCommand');
+      expect(used).toContain('client.sendCommand');
+      expect(used.filter((way) => way.endsWith('evalsha'))).toEqual([]);
+    } finally {
+      client.disconnect();
+    }
   });
 
   it('leaves to ioredis a connection with a keyPrefix, friendly error stacks or auto-pipelining', () => {
