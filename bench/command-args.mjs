@@ -6,7 +6,7 @@
 // hand their arguments to `new Command(name, args)`, whose constructor copies them with
 // Array.prototype.flat(); EchoMQ builds the Command without arguments and sets them in place.
 import { Command } from 'ioredis';
-import { evalshaCommand } from '../dist/lib/internal.js';
+import { evalshaCommand } from '../dist/lib/protocol/script-command.js';
 
 const SHA = 'f'.repeat(40);
 const ROWS = [['a lone finish (moveToFinished-14)', 14, 16], ['finishJobs-13, 25 jobs', 13, 6 + 9 * 25], ['addJobs-9, 1,000 jobs', 9, 2 + 7 * 1000]];

@@ -22,7 +22,6 @@ export {
   type SweepResult,
 } from './protocol/scripts.js';
 export { Script, isNoScript, runPipelined, type ScriptArg, type ScriptCall } from './protocol/script.js';
-export { evalshaCommand, type CommandOptions } from './protocol/script-command.js';
 export { SchedulerScripts, type SlotPair, type StartVerdict, type StoredScheduler } from './protocol/scheduler-scripts.js';
 export { JobControlScripts, MAX_MOVE_BATCH, type CancelOutcome } from './protocol/job-control-scripts.js';
 export { parseSchedulerJobId, schedulerJobId } from './protocol/scheduler-ids.js';
