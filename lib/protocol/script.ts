@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { ChainableCommander, Cluster, Command, Redis } from 'ioredis';
+import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import { loadLuaSource } from './lua-source.js';
-import { evalshaCommand, type CommandOptions } from './script-command.js';
+import { sendEvalsha, type ScriptSink } from './script-command.js';
 
 /** Either connection kind: every script call works the same on one Redis and on a Cluster. */
 export type RedisClient = Redis | Cluster;
@@ -36,10 +36,7 @@ export class Script {
   async run(client: RedisClient, keys: string[], args: ScriptArg[]): Promise<unknown> {
     this.checkKeys(keys);
     try {
-      const command = evalshaCommand(client.options, this.sha, keys, args);
-      if (!command) return await client.evalsha(this.sha, keys.length, ...keys, ...args);
-      client.sendCommand(command);
-      return await command.promise;
+      return await (sendEvalsha(client, this.sha, keys, args) as Promise<unknown>);
     } catch (error) {
       if (!isNoScript(error)) throw error;
       return client.eval(this.lua, keys.length, ...keys, ...args);
@@ -50,10 +47,7 @@ export class Script {
   queue(pipeline: ChainableCommander, keys: string[], args: ScriptArg[]): void {
     this.checkKeys(keys);
     // A Pipeline takes a built Command and has its client's options; ChainableCommander's type names neither.
-    const open = pipeline as ChainableCommander & { options: CommandOptions; sendCommand(command: Command): unknown };
-    const command = evalshaCommand(open.options, this.sha, keys, args);
-    if (command) open.sendCommand(command);
-    else pipeline.evalsha(this.sha, keys.length, ...keys, ...args);
+    sendEvalsha(pipeline as unknown as ScriptSink, this.sha, keys, args);
   }
 
   private checkKeys(keys: string[]): void {
