@@ -10,6 +10,12 @@ const CHILD = fileURLToPath(new URL('./worker-process.mjs', import.meta.url));
 export const PROCESSES = 4;
 /** Each of the 4 processes runs this many jobs at once. */
 export const CHILD_CONCURRENCY = 10;
+/**
+ * Jobs each of the 4 processes runs untimed, on a queue of its own, before the timed phase
+ * (worker-process.mjs, warmUp): by then both systems' CPU a job has settled (bench/README.md,
+ * "4 processes x 10: warm workers").
+ */
+export const CHILD_WARM_JOBS = 2000;
 
 /**
  * What a finished job leaves behind, the retention matrix of the processing scenarios: keep all
@@ -73,9 +79,9 @@ export const processWithRetention = RETENTIONS.slice(1).flatMap((retention) => [
   oneWorker(50, (sizes) => sizes.process50, retention),
 ]);
 
-/** Starts a worker child process and resolves when its worker is connected. */
-function startChild(systemId, name, url, concurrency) {
-  const child = fork(CHILD, [systemId, name, url, String(concurrency)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/** Starts a worker child process; resolves once it ran its warm-up (warmJobs) and its worker is connected. */
+function startChild(systemId, name, url, concurrency, warmJobs) {
+  const child = fork(CHILD, [systemId, name, url, String(concurrency), String(warmJobs)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   child.finished = 0;
   child.cpuMicros = 0;
   child.exited = new Promise((resolve) => child.once('exit', resolve));
@@ -100,18 +106,19 @@ function stopChild(child) {
 
 /**
  * `count` worker processes on one queue, each one worker at `concurrency`: start() forks them and
- * waits until each is connected; run(total, timeoutMs) lets them work until `total` jobs finished
- * and answers { nodeCpuMicros } (theirs, summed: what measure() takes); stop(tally) closes their
- * workers and tallies what their handlers ran; kill() ends any left (for a finally).
+ * waits until each has run `warmJobs` jobs of its own untimed (0: none) and is connected;
+ * run(total, timeoutMs) lets them work until `total` jobs finished and answers { nodeCpuMicros }
+ * (theirs, summed: what measure() takes); stop(tally) closes their workers and tallies what their
+ * handlers ran; kill() ends any left (for a finally).
  */
 export class WorkerProcesses {
-  constructor(systemId, name, url, count, concurrency) {
-    Object.assign(this, { systemId, name, url, count, concurrency });
+  constructor(systemId, name, url, count, concurrency, warmJobs = 0) {
+    Object.assign(this, { systemId, name, url, count, concurrency, warmJobs });
     this.children = [];
   }
 
   async start() {
-    for (let i = 0; i < this.count; i++) this.children.push(await startChild(this.systemId, this.name, this.url, this.concurrency));
+    for (let i = 0; i < this.count; i++) this.children.push(await startChild(this.systemId, this.name, this.url, this.concurrency, this.warmJobs));
   }
 
   async run(total, timeoutMs) {
@@ -154,7 +161,7 @@ function fourProcesses(retention = RETENTIONS[0]) {
       const total = ctx.sizes.processes4;
       const name = ctx.queueName();
       const queue = system.queue(name, ctx.url);
-      const workers = new WorkerProcesses(system.id, name, ctx.url, PROCESSES, CHILD_CONCURRENCY);
+      const workers = new WorkerProcesses(system.id, name, ctx.url, PROCESSES, CHILD_CONCURRENCY, CHILD_WARM_JOBS);
       try {
         await preload(queue, total, retention.opts);
         await workers.start();
