@@ -1,4 +1,5 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { EchoMQOptionError } from '../protocol/errors.js';
 import type { RedisClient } from '../protocol/script.js';
 
 /**
@@ -24,8 +25,40 @@ export function isClient(value: unknown): value is RedisClient {
  */
 const RESILIENT: RedisOptions = { maxRetriesPerRequest: null };
 
+/**
+ * Refuses a connection with ioredis's `keyPrefix` (an instance's, an options object's, or a URL's
+ * `?keyPrefix=`), before any connection is made, as BullMQ refuses it. ioredis prefixes the keys
+ * it knows of (a command's keys, a script's KEYS), but the scripts build every job's keys from the
+ * queue's prefix sent as an argument, which it leaves alone: one queue's keys would land under two
+ * prefixes, and the queue could not find its own jobs. EchoMQ's `prefix` option is the namespace.
+ */
+export function assertConnection(input: ConnectionInput | undefined): void {
+  const keyPrefix = keyPrefixOf(input);
+  if (keyPrefix) {
+    throw new EchoMQOptionError('connection.keyPrefix', `ioredis's keyPrefix (${JSON.stringify(keyPrefix)}) is not supported: `
+      + 'the scripts build job keys from the queue\'s prefix, which ioredis does not prefix; use the prefix option instead');
+  }
+}
+
+function keyPrefixOf(input: ConnectionInput | undefined): unknown {
+  if (input instanceof Cluster) return input.options.keyPrefix || input.options.redisOptions?.keyPrefix;
+  if (input instanceof Redis) return input.options.keyPrefix;
+  if (typeof input === 'string') return urlKeyPrefix(input);
+  return input?.keyPrefix;
+}
+
+/** ioredis reads a URL's query parameters as options: `redis://host?keyPrefix=p:` sets one. */
+function urlKeyPrefix(url: string): string | null {
+  try {
+    return new URL(url).searchParams.get('keyPrefix');
+  } catch {
+    return null; // not a URL ioredis parses into options (a host:port, a socket path)
+  }
+}
+
 /** The shared (non-blocking) connection: the caller's instance as is, or a new one. */
 export function connect(input: ConnectionInput | undefined): OwnedClient {
+  assertConnection(input);
   if (isClient(input)) return { client: input, owned: false };
   return { client: create(input), owned: true };
 }
@@ -35,6 +68,7 @@ export function connect(input: ConnectionInput | undefined): OwnedClient {
  * other command on a shared one. From an instance it is a duplicate with the same options.
  */
 export function connectBlocking(input: ConnectionInput | undefined): RedisClient {
+  assertConnection(input);
   if (input instanceof Cluster) return quiet(input.duplicate() as RedisClient);
   if (input instanceof Redis) return quiet(input.duplicate(RESILIENT) as RedisClient);
   return create(input);
@@ -69,6 +103,7 @@ export function connectEventsReader(input: ConnectionInput | undefined): RedisCl
 
 /** A connection of its own for `role`, as connectBlocking makes it, named `<connectionName or echomq>:<role>`. */
 function connectNamed(input: ConnectionInput | undefined, role: string, clusterOptions: ClusterOptions = {}): RedisClient {
+  assertConnection(input);
   if (isClient(input)) return duplicateNamed(input, role, clusterOptions);
   if (typeof input === 'string') return quiet(new Redis(input, { ...RESILIENT, connectionName: `echomq:${role}` }));
   return create({ ...input, connectionName: `${input?.connectionName ?? 'echomq'}:${role}` });
