@@ -4,6 +4,12 @@
 // Needs valgrind (apt-get install valgrind). Each phase is measured alone: callgrind's counters are
 // zeroed before it and dumped after it. Every script is loaded before the first phase, so no phase
 // counts a script's compilation.
+//
+// Where a phase's instructions go, by function: `--keep` keeps each phase's callgrind dump and
+// prints its path, for `callgrind_annotate --inclusive=yes <file>`. Debian's redis-server has no
+// symbols (Redis's and Lua's own functions read as addresses); `REDIS_SERVER=<path>` runs another
+// build instead, one made from the same version's source (bench/README.md, "Where a finish's
+// instructions go", says how).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +21,7 @@ import { SCRIPTS, Scripts } from '../dist/lib/internal.js';
 import { freePort } from '../test/support/redis-process.js';
 
 const ROUNDS = 100;
+const KEEP = process.argv.includes('--keep');
 /**
  * Finishes per call, and the script: a lone finish as the fixed moveToFinished-14 and as a batch of
  * one; 25 is a worker at concurrency 50 on a plain queue; 6 and 2 are what the same worker's
@@ -26,7 +33,7 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'echomq-script-cost-'));
   const port = await freePort();
   const server = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${join(dir, 'cg.%p')}`,
-    'redis-server', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+    process.env.REDIS_SERVER ?? 'redis-server', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
   const client = new Redis({ port, maxRetriesPerRequest: null, retryStrategy: () => 200 });
   client.on('error', () => undefined);
   try {
@@ -37,8 +44,8 @@ async function main() {
     const measure = async (label, jobs, phase) => {
       execFileSync('callgrind_control', ['--zero', String(server.pid)], { stdio: 'ignore' });
       await phase();
-      const instructions = dump(dir, server.pid);
-      console.log(`${label.padEnd(58)} ${Math.round(instructions / jobs).toLocaleString('en-US').padStart(9)} instructions/job`);
+      const { instructions, file } = dump(dir, server.pid);
+      console.log(`${label.padEnd(58)} ${Math.round(instructions / jobs).toLocaleString('en-US').padStart(9)} instructions/job${KEEP ? `  ${file}` : ''}`);
     };
     const newJob = (i) => ({ name: 'bench', data: JSON.stringify({ i }), opts: '{}', timestamp: Date.now(), delay: 0, priority: 0, lifo: false });
 
@@ -117,16 +124,16 @@ async function main() {
     client.disconnect();
     server.kill('SIGTERM');
     await new Promise((resolve) => server.once('exit', resolve));
-    rmSync(dir, { recursive: true, force: true });
+    if (!KEEP) rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** Dumps callgrind's counters and answers the instructions counted since the last zero. */
+/** Dumps callgrind's counters; answers the instructions counted since the last zero and the dump's file. */
 function dump(dir, pid) {
   execFileSync('callgrind_control', ['--dump', String(pid)], { stdio: 'ignore' });
   const files = execFileSync('sh', ['-c', `ls -t ${dir}/cg.${pid}.* 2>/dev/null || true`]).toString().trim().split('\n').filter(Boolean);
   const text = readFileSync(files[0], 'utf8');
-  return Number(/^(?:summary|totals): (\d+)/m.exec(text)[1]);
+  return { instructions: Number(/^(?:summary|totals): (\d+)/m.exec(text)[1]), file: files[0] };
 }
 
 await main();
