@@ -262,43 +262,44 @@ local function takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, 
       limitedFor = math.max(rcall("PTTL", keys.limiter), 1)
     end
   end
-  local taken, takenIds = {}, {}
+  local taken, takenIds, count = {}, {}, 0 -- count: #taken, kept by hand (a # is a search)
   -- A hash can be missing when a job was deleted behind the queue's back; such ids are dropped
   -- from active (with an event) and others taken in their place, instead of being handed to a
   -- worker as an empty job.
   for _ = 1, 100 do
-    if #taken >= want then break end
-    local ids = popReady(keys, want - #taken)
+    if count >= want then break end
+    local ids = popReady(keys, want - count)
     if #ids == 0 then break end
-    for _, jobId in ipairs(ids) do
+    for k = 1, #ids do
+      local jobId = ids[k]
       local jobKey = prefix .. jobId
       local hash = rcall("HGETALL", jobKey)
       if #hash > 0 then
-        -- The fencing number first: a corrupt ats fails the call before this job has a lock.
-        local ats = 1
-        for i = 1, #hash, 2 do
-          if hash[i] == "ats" then ats = tonumber(hash[i + 1]) + 1 end
+        -- The fencing number first: a corrupt ats fails the call before this job has a lock. A
+        -- job's first pickup (no ats yet) writes "1" as it is: tostring formats a Lua number with
+        -- sprintf, which costs more than the rest of this loop.
+        local ats = "1"
+        local n = #hash
+        for i = 1, n, 2 do
+          if hash[i] == "ats" then ats = tostring(tonumber(hash[i + 1]) + 1) end
         end
-        ats = tostring(ats)
-        rcall("SET", jobKey .. ":lock", tokens[#taken + 1], "PX", lockDuration)
+        count = count + 1
+        rcall("SET", jobKey .. ":lock", tokens[count], "PX", lockDuration)
         rcall("HSET", jobKey, "ats", ats, "processedOn", now)
         -- Later pairs win when the runtime reads the flat array, so the fresh values go last.
-        hash[#hash + 1] = "ats"
-        hash[#hash + 1] = ats
-        hash[#hash + 1] = "processedOn"
-        hash[#hash + 1] = now
-        takenIds[#takenIds + 1] = jobId
+        hash[n + 1], hash[n + 2], hash[n + 3], hash[n + 4] = "ats", ats, "processedOn", now
+        takenIds[count] = jobId
         emitEvent(keys.events, maxEvents, "active", jobId)
-        taken[#taken + 1] = { jobId, hash }
+        taken[count] = { jobId, hash }
       else
         rcall("LREM", keys.active, "1", jobId)
         emitEvent(keys.events, maxEvents, "removed", jobId, "reason", "job hash missing at pickup")
       end
     end
   end
-  if #taken == 0 then return taken, limitedFor end
+  if count == 0 then return taken, limitedFor end
   rcall("SREM", keys.stalled, unpack(takenIds))
-  if limiterMax > 0 and rcall("INCRBY", keys.limiter, #taken) == #taken then
+  if limiterMax > 0 and rcall("INCRBY", keys.limiter, count) == count then
     rcall("PEXPIRE", keys.limiter, limiterDuration)
   end
   return taken, limitedFor
