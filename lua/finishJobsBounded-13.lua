@@ -254,8 +254,9 @@ end
 -- stalled). The caller has promoted due delayed jobs and checked that the queue is not paused.
 -- now, lockDuration and maxEvents are the ARGV strings (maxEvents false: see emitEvent).
 -- keys: { wait, active, prioritized, events, stalled, limiter, ... }.
--- Returns taken, rateLimitedForMs: taken[i] = { jobId, hash (flat, with the new ats and
--- processedOn last) } holds tokens[i]; rateLimitedForMs > 0 when the limiter cut the pickup short.
+-- Returns ids, hashes, rateLimitedForMs: ids[i] is the job that tokens[i] now holds, hashes[i] its
+-- hash (flat, with the new ats and processedOn last); rateLimitedForMs > 0 when the limiter cut the
+-- pickup short. Two arrays rather than a { jobId, hash } pair a job: a table less a job.
 local function takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, limiterMax, limiterDuration)
   local want, limitedFor = #tokens, 0
   if limiterMax > 0 then
@@ -265,7 +266,7 @@ local function takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, 
       limitedFor = math.max(rcall("PTTL", keys.limiter), 1)
     end
   end
-  local taken, takenIds, count = {}, {}, 0 -- count: #taken, kept by hand (a # is a search)
+  local takenIds, hashes, count = {}, {}, 0 -- count: #takenIds, kept by hand (a # is a search)
   -- A hash can be missing when a job was deleted behind the queue's back; such ids are dropped
   -- from active (with an event) and others taken in their place, instead of being handed to a
   -- worker as an empty job.
@@ -291,21 +292,20 @@ local function takeNextJobs(keys, prefix, tokens, lockDuration, now, maxEvents, 
         rcall("HSET", jobKey, "ats", ats, "processedOn", now)
         -- Later pairs win when the runtime reads the flat array, so the fresh values go last.
         hash[n + 1], hash[n + 2], hash[n + 3], hash[n + 4] = "ats", ats, "processedOn", now
-        takenIds[count] = jobId
+        takenIds[count], hashes[count] = jobId, hash
         emitEvent(keys.events, maxEvents, "active", jobId)
-        taken[count] = { jobId, hash }
       else
         rcall("LREM", keys.active, "1", jobId)
         emitEvent(keys.events, maxEvents, "removed", jobId, "reason", "job hash missing at pickup")
       end
     end
   end
-  if count == 0 then return taken, limitedFor end
+  if count == 0 then return takenIds, hashes, limitedFor end
   rcall("SREM", keys.stalled, unpack(takenIds))
   if limiterMax > 0 and rcall("INCRBY", keys.limiter, count) == count then
     rcall("PEXPIRE", keys.limiter, limiterDuration)
   end
-  return taken, limitedFor
+  return takenIds, hashes, limitedFor
 end
 
 -- pickup(keys, prefix, token, lockDuration, now, maxEvents, limiterMax, limiterDuration,
@@ -317,15 +317,15 @@ end
 local function pickup(keys, prefix, token, lockDuration, now, maxEvents, limiterMax, limiterDuration, passWakeUp)
   local nextDelayed = promoteDelayed(keys, prefix, tonumber(now), maxEvents)
   if rcall("HEXISTS", keys.meta, "paused") == 1 then return { 0, {}, nextDelayed, 0 } end
-  local taken, limitedFor = takeNextJobs(keys, prefix, { token }, lockDuration, now, maxEvents, limiterMax, limiterDuration)
-  if #taken == 0 then return { 0, {}, nextDelayed, limitedFor } end
+  local ids, hashes, limitedFor = takeNextJobs(keys, prefix, { token }, lockDuration, now, maxEvents, limiterMax, limiterDuration)
+  if #ids == 0 then return { 0, {}, nextDelayed, limitedFor } end
   -- A worker woken by the marker passes the wake-up on while ready work remains, so one
   -- marker for a batch of adds still wakes every blocked worker in turn. Fetch-next skips it:
   -- that worker was not woken, and each add sets the marker itself.
   if passWakeUp and (rcall("LLEN", keys.wait) > 0 or rcall("ZCARD", keys.prioritized) > 0) then
     rcall("ZADD", keys.marker, "0", "0")
   end
-  return { taken[1][1], taken[1][2], nextDelayed, 0 }
+  return { ids[1], hashes[1], nextDelayed, 0 }
 end
 -- [lua-src/includes/readyAfterRetry.lua]
 -- readyAfterRetry(keys, jobId, jobKey, dueAt, failedReason, maxEvents): the way back of a failed
@@ -568,10 +568,11 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
     nextDelayed = promoteDelayed(keys, prefix, tonumber(now), maxEvents)
     paused = rcall("HEXISTS", keys.meta, "paused") == 1
     if not paused then
-      local taken
-      taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
-      for i, job in ipairs(taken) do
-        results[slots[i]], results[slots[i] + 1] = job[1], encodedHash(job[2])
+      local ids, hashes
+      ids, hashes, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
+      for i = 1, #ids do
+        local slot = slots[i]
+        results[slot], results[slot + 1] = ids[i], encodedHash(hashes[i])
       end
     end
   end

@@ -227,10 +227,11 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
     nextDelayed = promoteDelayed(keys, prefix, tonumber(now), maxEvents)
     paused = rcall("HEXISTS", keys.meta, "paused") == 1
     if not paused then
-      local taken
-      taken, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
-      for i, job in ipairs(taken) do
-        results[slots[i]], results[slots[i] + 1] = job[1], encodedHash(job[2])
+      local ids, hashes
+      ids, hashes, limitedFor = takeNextJobs(keys, prefix, tokens, lockDuration, now, false, limiterMax, limiterDuration)
+      for i = 1, #ids do
+        local slot = slots[i]
+        results[slot], results[slot + 1] = ids[i], encodedHash(hashes[i])
       end
     end
   end
