@@ -85,6 +85,13 @@ local function releaseToRemove(key, lockKey, jobId, token, activeKey, deferred)
   return 0
 end
 
+-- finishJob's job table, for the finishes that go through it or keep their fields for later
+-- (an age rule, a job of a flow, a retry). The common case takes its fields as arguments instead.
+local function jobTable(key, lockKey, jobId, token, target, value, stacktrace, keepCount, keepAgeMs)
+  return { key = key, lockKey = lockKey, id = jobId, token = token, target = target, value = value,
+    stacktrace = stacktrace, keepCount = keepCount, keepAgeMs = keepAgeMs }
+end
+
 -- finishBatchedJob(keys, key, lockKey, jobId, token, target, value, stacktrace, keepCount,
 --   keepAgeMs, targetKey, prefix, now, deferred, trims): finishJob for a job of a batch without
 -- flows, its fields as finishJob's job table holds them (made here only for an age rule), with the
@@ -106,8 +113,7 @@ local function finishBatchedJob(keys, key, lockKey, jobId, token, target, value,
     local pending = trims[targetKey]
     if pending and (pending ~= keepCount or keepAgeMs > 0) then trimPending(deferred, trims, targetKey, prefix) end
     if keepAgeMs > 0 then
-      local job = { key = key, lockKey = lockKey, id = jobId, token = token, target = target, value = value,
-        stacktrace = stacktrace, keepCount = keepCount, keepAgeMs = keepAgeMs }
+      local job = jobTable(key, lockKey, jobId, token, target, value, stacktrace, keepCount, keepAgeMs)
       return finishJob(keys, job, targetKey, prefix, now, false, deferred)
     end
   end
@@ -154,16 +160,20 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
     local jobId, target = argv[i], argv[i + 2]
     local key = prefix .. jobId
     local targetKey = target == "completed" and completedKey or failedKey
+    -- The keep rule (a retry's delay in its count's place) as most finishes send it ("-1" keep
+    -- all, "0" remove now, no age, no delay) is read without tonumber, which parses with strtod;
+    -- any other text goes through tonumber as before.
+    local keepCount, keepAgeMs = argv[i + 5], argv[i + 6]
+    keepCount = keepCount == "-1" and -1 or keepCount == "0" and 0 or tonumber(keepCount)
+    keepAgeMs = keepAgeMs == "0" and 0 or tonumber(keepAgeMs)
     local code
     if not flow and target ~= "retried" then
       -- The common case: the job's fields go as they are, without a table for them (a table a job,
       -- with the garbage it leaves, was about 4% of a batch of 25's instructions).
       code = finishBatchedJob(keys, key, key .. ":lock", jobId, argv[i + 1], target, argv[i + 3], argv[i + 4],
-        tonumber(argv[i + 5]), tonumber(argv[i + 6]), targetKey, prefix, argv[i + 8], finished, trims)
+        keepCount, keepAgeMs, targetKey, prefix, argv[i + 8], finished, trims)
     else
-      local job = { key = key, lockKey = key .. ":lock", id = jobId, token = argv[i + 1],
-        target = target, value = argv[i + 3], stacktrace = argv[i + 4], keepCount = tonumber(argv[i + 5]),
-        keepAgeMs = tonumber(argv[i + 6]) }
+      local job = jobTable(key, key .. ":lock", jobId, argv[i + 1], target, argv[i + 3], argv[i + 4], keepCount, keepAgeMs)
       -- Read before the finish, which may delete the hash.
       local link = flow and rcall("HMGET", job.key, "parentKey", "pfp")
       -- A flow job's count or age rule is applied below by flow.trim, which also deletes the flow
