@@ -307,6 +307,11 @@ describe('metrics: a worker with metrics', () => {
       worker.on('completed', () => completed++);
       await eventually(() => completed === 50, 10_000);
       await worker.close();
+      // MONITOR's lines reach this socket after the commands ran: wait for a marker sent after close,
+      // so the flush at close is counted however late its line arrives.
+      const marker = `${queue.name}:monitor-marker`;
+      await admin.exists(marker);
+      await eventually(() => sent.some((line) => line.includes(marker)), 5_000, 'the marker seen');
       stopMonitor();
       await queue.obliterate({ force: true });
       await queue.close();
