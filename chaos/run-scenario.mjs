@@ -51,7 +51,7 @@ export async function runScenario(scenario, profile, libPath) {
     const ackedAt = new Map();
     const targets = ids.filter((j) => j.data.kind === 'target').map((j) => j.id);
     const ctx = { fleet, redis, admin, queue, ackedAt, targets, faults: [] };
-    await Promise.all([produce(queue, ids, profile, ackedAt), scenario.inject(ctx, profile)]);
+    await Promise.all([produce(queue, ids, { ...profile, ...scenario.load }, ackedAt), scenario.inject(ctx, profile)]);
     await drain(admin, queue, ids.length, profile.drainTimeoutMs);
     await fleet.stopAll();
     const state = await readState(admin, queue, ids.map((j) => j.id));

@@ -65,6 +65,10 @@ export const SCENARIOS = [
   {
     name: 'step jobs and 429s: kill -9 mid-move',
     moves: { stepDelayMs: [50, 300], limitMs: [20, 100] },
+    // Waves further apart than the profile's: each aimed kill waits for a whole fleet (a fresh
+    // process ready) and then for a move of the other kind. A CI run once spent the ci profile's
+    // 3 s of waves on the first kill's respawn, and no 429 came after it (no kill around a give-back).
+    load: { waveGapMs: 1200 },
     inject: (ctx, p) => killAroundMoves(ctx, { kills: p.rounds * 3, minReady: p.workers }),
   },
   // queue.cancelJob from the harness (chaos/cancels.mjs, checks: chaos/cancel-checks.mjs): every
