@@ -12,7 +12,8 @@ const COLUMNS = [
   ['fenced writes refused', (r) => r.fencedSinkRefusals],
   ['crashes', (r) => r.crashes],
   ['faults', (r) => r.faults],
-  ['max fault→rerun ms (bound)', (r) => `${r.maxRecoveryMs ?? '-'} (${r.recoveryBoundMs})`],
+  // Out of active is what the protocol bounds (the sweep); the rerun waits its turn in wait after it.
+  ['max fault→out of active / rerun ms (bound)', (r) => `${r.maxReleaseMs ?? '-'} / ${r.maxRecoveryMs ?? '-'} (${r.releaseBoundMs ?? r.recoveryBoundMs})`],
   ['verdict', (r) => (r.problems.length ? 'FAIL' : 'ok')],
 ];
 

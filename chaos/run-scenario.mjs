@@ -56,11 +56,13 @@ export async function runScenario(scenario, profile, libPath) {
     await fleet.stopAll();
     const state = await readState(admin, queue, ids.map((j) => j.id));
     const records = readLedgers(fleet.members);
-    const events = scenario.moves || scenario.cancels || scenario.retries || scenario.workerOptions?.prefetch ? await readEvents(admin, queue.keys.events) : [];
+    // A partitioned queue has a stream per partition: one list of them all, in time order.
+    const streams = await Promise.all(queue.partitionKeys.map((keys) => readEvents(admin, keys.events)));
+    const events = streams.flat().sort((a, b) => a.at - b.at);
     const cancelled = new Set((ctx.cancels ?? []).filter((c) => c.result).map((c) => c.id));
     const row = {
       scenario: scenario.name,
-      ...checkScenario({ ids: ids.map((j) => j.id), ...state, records, faults: ctx.faults, crashes: fleet.crashes(), timing: TIMING, movedRuns: [...movedRuns(records, events), ...retriedRuns(records, events)], cancelled }),
+      ...checkScenario({ ids: ids.map((j) => j.id), ...state, records, faults: ctx.faults, crashes: fleet.crashes(), timing: TIMING, events, movedRuns: [...movedRuns(records, events), ...retriedRuns(records, events)], cancelled }),
     };
     if (scenario.retries) {
       if (process.env.CHAOS_KEEP) {

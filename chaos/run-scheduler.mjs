@@ -103,7 +103,7 @@ export async function runSchedulerScenario(scenario, profile, libPath) {
     const finishedIds = [...completedIds, ...failedIds];
     const coalesced = coalescedSlots({ ids, every, firstSlot, finishedIds, events, faults: ctx.faults });
     const coalescedIds = new Set(coalesced.map((c) => c.id));
-    const base = checkScenario({ ids: ids.filter((id) => !coalescedIds.has(id)), ...state, records, faults: ctx.faults, crashes: fleet.crashes(), timing: SCHEDULER_TIMING });
+    const base = checkScenario({ ids: ids.filter((id) => !coalescedIds.has(id)), ...state, records, faults: ctx.faults, crashes: fleet.crashes(), timing: SCHEDULER_TIMING, events });
     return {
       scenario: scenario.name,
       ...base,

@@ -68,6 +68,7 @@ singleNodeDescribe('chaos (ci profile)', () => {
       expect(rows[1].refused).toBeGreaterThan(0);
       expect(rows[4].refused).toBeGreaterThan(0);
       expect(rows[0].recoverySamples).toBeGreaterThan(0);
+      expect(rows[0].heldAtKills).toBeGreaterThan(0);
       // One scheduler from the simultaneous upserts; each slot from the first to the last completed
       // once (lost and completed above), none skipped, a handler run again only after a kill.
       const scheduler = rows[SINGLE.indexOf(SCHEDULER)];
