@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { cancelViolations, formatCancels } from './cancel-checks.mjs';
 import { violations } from './checks.mjs';
 import { failoverViolations } from './failover-checks.mjs';
-import { undoOnSignals } from './interrupt.mjs';
+import { undoAll, undoOnSignals } from './interrupt.mjs';
 import { formatMoves, moveViolations } from './move-checks.mjs';
 import { formatPrefetch, prefetchViolations } from './prefetch-checks.mjs';
 import { formatRetries, retryViolations } from './retry-checks.mjs';
@@ -81,7 +81,13 @@ const lanes = Array.from({ length: parallel }, async () => {
     await runOne(scenarios[index], index);
   }
 });
-await Promise.all(lanes);
+try {
+  await Promise.all(lanes);
+} catch (error) {
+  console.error(error);
+  await undoAll();
+  process.exit(1);
+}
 const ran = rows.filter(Boolean);
 clearInterval(keepAlive);
 console.log('\n' + formatTable(ran));
