@@ -97,7 +97,6 @@ export function checkScenario({ ids, jobs, finished, left, records, faults, cras
     faults: allFaults.length,
     recoverySamples: recoveries.length,
     maxRecoveryMs: recoveries.length ? Math.max(...recoveries) : null,
-    recoveryBoundMs: timing.lockDuration + timing.stalledInterval,
     ...releaseFigures(releases, timing),
   };
 }
