@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { v4 as uuid } from 'uuid';
 import { Keys } from '../dist/lib/index.js';
-import { SCRIPTS, Scripts } from '../dist/lib/internal.js';
+import { PICKUP_KEYS, SCRIPTS, Scripts } from '../dist/lib/internal.js';
 import { freePort } from '../test/support/redis-process.js';
 
 const ROUNDS = 100;
@@ -89,6 +89,20 @@ async function main() {
       });
     }
 
+    // What a lone call costs before its script does its work: moveToFinished-14's 14 KEYS and 15
+    // ARGV (as its row above sends them) to a script that returns at once, then to one that only
+    // defines moveToFinished-14's helper functions (its text up to the end of its last `local
+    // function`). The rest of the row above is its commands and the Lua around them.
+    const lone = new Keys('lone');
+    const loneKeys = [...PICKUP_KEYS.map((name) => lone[name]), lone.state('completed'), lone.job('1234'), lone.lock('1234')];
+    const loneArgs = () => ['1234', uuid(), String(Date.now()), 'completed', 'null', '', '-1', '0', '1', lone.base, uuid(), '30000', '10000', '0', '0'];
+    for (const [label, lua] of [['a lone call: an empty script', 'return 0'], ["a lone call: moveToFinished-14's functions defined", helpersOnly(SCRIPTS.moveToFinished.lua)]]) {
+      const sha = await client.script('LOAD', lua);
+      await measure(label, ROUNDS, async () => {
+        for (let i = 0; i < ROUNDS; i++) await client.evalsha(sha, loneKeys.length, ...loneKeys, ...loneArgs());
+      });
+    }
+
     // A failed attempt with attempts left: alone, a retryJob-12 and a pickup for the slot it freed
     // (what a worker sent before retries joined its batches); batched, a finishJobs-13 entry with
     // target "retried" and its fetch-next. Back to wait (no backoff), behind ROUNDS jobs more.
@@ -126,6 +140,14 @@ async function main() {
     await new Promise((resolve) => server.once('exit', resolve));
     if (!KEEP) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A bundled script's text up to the end of its last top-level `local function`, then `return 0`. */
+function helpersOnly(lua) {
+  const lines = lua.split('\n');
+  const last = lines.findLastIndex((line) => line.startsWith('local function'));
+  const end = lines.findIndex((line, i) => i > last && line === 'end');
+  return `${lines.slice(0, end + 1).join('\n')}\nreturn 0\n`;
 }
 
 /** Dumps callgrind's counters; answers the instructions counted since the last zero and the dump's file. */

@@ -9,6 +9,7 @@
 // The protocol: every Lua script by EVALSHA, the key names, the id and name rules.
 export {
   ADD_BATCH,
+  PICKUP_KEYS,
   SCRIPTS,
   Scripts,
   parseLockFailures,

@@ -31,7 +31,7 @@ describe('the internal entry (@echomq/nestjs/internal)', () => {
     const internal = Object.keys(await import('../lib/internal.js')).sort();
     expect(internal).toEqual([
       'ADD_BATCH', 'DEFAULTS', 'FINISH_EVENT_SCAN', 'JOB_STATES', 'JobControlScripts', 'JobRunner', 'MAX_JOB_ID_LENGTH', 'MAX_MOVE_BATCH',
-      'MAX_QUEUE_NAME_LENGTH', 'MIN_REDIS_VERSION', 'QUEUE_KEY_NAMES', 'RENEWAL_CHUNK', 'REPAIR_BATCH', 'REPAIR_GRACE_MS', 'SCRIPTS',
+      'MAX_QUEUE_NAME_LENGTH', 'MIN_REDIS_VERSION', 'PICKUP_KEYS', 'QUEUE_KEY_NAMES', 'RENEWAL_CHUNK', 'REPAIR_BATCH', 'REPAIR_GRACE_MS', 'SCRIPTS',
       'SchedulerChain', 'SchedulerScripts', 'Script', 'Scripts', 'WorkerLocks',
       'assertCustomJobId', 'assertPrefix', 'assertQueueName', 'assertRenewBelowLock', 'backoffDelay', 'canNameJob', 'childExecArgv',
       'closeClient', 'connect', 'connectBlocking', 'dropClient', 'evictionPolicyWarning', 'explainRedisError',
