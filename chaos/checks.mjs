@@ -67,7 +67,7 @@ export function checkScenario({ ids, jobs, finished, left, records, faults, cras
   // after it waits its turn among the jobs in wait, which the protocol does not bound).
   const recoveries = [];
   const recoveryFaults = allFaults.filter((f) => RECOVERY_FAULTS.has(f.kind));
-  const releases = releasesAfterFaults({ faults: recoveryFaults, records, events, held: (victim, at) => openAttempts(victim, at) });
+  const releases = releasesAfterFaults({ faults: recoveryFaults, records, events, held: openAttempts });
   for (const fault of recoveryFaults) {
     const held = openAttempts(records.filter((r) => r.w === fault.worker), fault.at);
     for (const attempt of held) {
