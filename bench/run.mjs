@@ -7,6 +7,7 @@ import { constants, cpus } from 'node:os';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-process.js';
 import { addBulk, addConcurrent, addOne } from './add-scenarios.mjs';
+import { requestFloor } from './request-floor.mjs';
 import { processConcurrency1, processConcurrency1Prefetch, processConcurrency50, processFourProcesses, processFourProcessesWithRetention, processWithRetention, RETENTIONS } from './process-scenarios.mjs';
 import { addToStart, delayedFiring, schedulerFiring } from './latency-scenarios.mjs';
 import { CheckFailed } from './measure.mjs';
@@ -22,7 +23,7 @@ const SIZES = {
   full: { rounds: 5, addOne: 5000, addConcurrent: 20000, addBulk: 50000, process1: 10000, process50: 30000, processes4: 30000, latency: 1000, delayed: 300, scheduler: 100, partitions: 30000, sandboxed: 30000, flows: 30 },
 };
 /** The default set: EchoMQ against BullMQ on one redis-server. */
-const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, processConcurrency50, processFourProcesses, ...processWithRetention, ...processFourProcessesWithRetention, ...processConcurrency1Prefetch, addToStart, delayedFiring, schedulerFiring, sandboxedThreads, sandboxedProcesses, flow];
+const SCENARIOS = [addOne, addConcurrent, addBulk, processConcurrency1, requestFloor, processConcurrency50, processFourProcesses, ...processWithRetention, ...processFourProcessesWithRetention, ...processConcurrency1Prefetch, addToStart, delayedFiring, schedulerFiring, sandboxedThreads, sandboxedProcesses, flow];
 /**
  * Opt-in, run only when --only names them (`--only settings`): EchoMQ against BullMQ in settings
  * beyond the defaults, so the default run stays as long as it was.
@@ -195,9 +196,23 @@ function tableRows(scenarios, results, sizes) {
       if (!results.has(processing) || !results.has(addConcurrent.name)) continue;
       const combined = (id) => cpu(addConcurrent.name, id) + cpu(processing, id);
       row(`Redis CPU µs/job, add concurrently + process ${short}${label}`, combined('echomq'), combined('bullmq'));
+      if (short === 'c1' && results.has(requestFloor.name)) {
+        // The least a worker of one request a job could read with these commands: its adds, the
+        // request alone, and its commands' own time with none of the Lua around them; against
+        // BullMQ's reading above (bench/README.md, "The floor under c1's Redis CPU").
+        const lowest = cpu(addConcurrent.name, 'echomq') + cpu(requestFloor.name, 'echomq') + innerCommandsUs(results.get(processing).get('echomq'));
+        row(`  lowest with one request a job: add + the request alone + process ${short}${label}'s commands`, lowest, combined('bullmq'));
+      }
     }
   }
   return rows;
+}
+
+/** The median over runs of the Redis µs a job of the commands a script ran, without the script call's own. */
+function innerCommandsUs(runs) {
+  if (!runs || runs.some((run) => run.failed)) return NaN;
+  const scriptCalls = new Set(['evalsha', 'eval', 'evalsha_ro', 'eval_ro']);
+  return median(runs.map((run) => Object.entries(run.usecPerJob).reduce((sum, [name, us]) => (scriptCalls.has(name) ? sum : sum + us), 0)));
 }
 
 /**

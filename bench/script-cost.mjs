@@ -17,7 +17,8 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { v4 as uuid } from 'uuid';
 import { Keys } from '../dist/lib/index.js';
-import { PICKUP_KEYS, SCRIPTS, Scripts } from '../dist/lib/internal.js';
+import { SCRIPTS, Scripts } from '../dist/lib/internal.js';
+import { loneFinishRequest } from './lone-call.mjs';
 import { freePort } from '../test/support/redis-process.js';
 
 const ROUNDS = 100;
@@ -93,13 +94,11 @@ async function main() {
     // ARGV (as its row above sends them) to a script that returns at once, then to one that only
     // defines moveToFinished-14's helper functions (its text up to the end of its last `local
     // function`). The rest of the row above is its commands and the Lua around them.
-    const lone = new Keys('lone');
-    const loneKeys = [...PICKUP_KEYS.map((name) => lone[name]), lone.state('completed'), lone.job('1234'), lone.lock('1234')];
-    const loneArgs = () => ['1234', uuid(), String(Date.now()), 'completed', 'null', '', '-1', '0', '1', lone.base, uuid(), '30000', '10000', '0', '0'];
+    const lone = loneFinishRequest('lone');
     for (const [label, lua] of [['a lone call: an empty script', 'return 0'], ["a lone call: moveToFinished-14's functions defined", helpersOnly(SCRIPTS.moveToFinished.lua)]]) {
       const sha = await client.script('LOAD', lua);
       await measure(label, ROUNDS, async () => {
-        for (let i = 0; i < ROUNDS; i++) await client.evalsha(sha, loneKeys.length, ...loneKeys, ...loneArgs());
+        for (let i = 0; i < ROUNDS; i++) await client.evalsha(sha, lone.keys.length, ...lone.keys, ...lone.args());
       });
     }
 
