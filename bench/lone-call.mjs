@@ -1,7 +1,9 @@
 // The shape of a lone finish's request, as a worker at concurrency 1 sends it: moveToFinished-14's
 // 14 KEYS and 15 ARGV. bench:scripts sends it to scripts that do nothing or little, to count what
 // a call costs before its script runs; the bench's request-floor scenario sends it to a script
-// that returns at once, to read the Redis CPU of a request alone.
+// that returns at once, to read the Redis CPU of a request alone. The KEYS and ARGV follow
+// Scripts.moveToFinished in lib/protocol/scripts.ts (a finish that asks for the next job, keeping
+// all, no rate limit): change one with the other.
 import { v4 as uuid } from 'uuid';
 import { Keys } from '../dist/lib/index.js';
 import { PICKUP_KEYS } from '../dist/lib/internal.js';

@@ -16,15 +16,18 @@ const WARM_CALLS = 200;
 export const requestFloor = {
   name: "process, concurrency 1, the request alone: an empty script with a lone finish's arguments",
   size: (sizes) => sizes.process1,
+  unit: 'requests',
+  figures: [['jobsPerSec', 'requests/s'], ['redisCpuUsPerJob', 'Redis CPU µs/request'], ['commandsPerJob', 'Redis commands/request'], ['nodeCpuUsPerJob', 'Node CPU µs/request']],
   async run(system, ctx) {
+    const requests = requestFloor.size(ctx.sizes);
     const client = new Redis(connectionOf(ctx.url));
     try {
       const sha = await client.script('LOAD', 'return 0');
       const request = loneFinishRequest(ctx.queueName());
       const call = () => client.evalsha(sha, request.keys.length, ...request.keys, ...request.args());
       for (let i = 0; i < WARM_CALLS; i++) await call();
-      return await measure(ctx.meter, ctx.sizes.process1, async () => {
-        for (let i = 0; i < ctx.sizes.process1; i++) await call();
+      return await measure(ctx.meter, requests, async () => {
+        for (let i = 0; i < requests; i++) await call();
       });
     } finally {
       client.disconnect();

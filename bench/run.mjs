@@ -168,9 +168,10 @@ async function warmUp(systems, ctx) {
   ctx.sizes = sizes;
 }
 
+/** The median over runs of a figure: its name, or a function of a run. NaN when a run failed. */
 function medianOf(runs, figure) {
   if (!runs || runs.some((run) => run.failed)) return NaN;
-  return median(runs.map((run) => run[figure]));
+  return median(runs.map((run) => (typeof figure === 'function' ? figure(run) : run[figure])));
 }
 
 function tableRows(scenarios, results, sizes) {
@@ -181,7 +182,7 @@ function tableRows(scenarios, results, sizes) {
     const echoRuns = bySystem.get('echomq');
     const bullRuns = bySystem.get('bullmq');
     const failed = [echoRuns, bullRuns].map((runs) => runs.filter((run) => run.failed).length);
-    rows.push([`${scenario.name} (${scenario.size(sizes)} jobs)`, failed[0] ? `FAILED ${failed[0]}` : '', failed[1] ? `FAILED ${failed[1]}` : '', '']);
+    rows.push([`${scenario.name} (${scenario.size(sizes)} ${scenario.unit ?? 'jobs'})`, failed[0] ? `FAILED ${failed[0]}` : '', failed[1] ? `FAILED ${failed[1]}` : '', '']);
     for (const [figure, label] of scenario.figures ?? (scenario.latency ? LATENCY_FIGURES : THROUGHPUT_FIGURES)) {
       row(`  ${label}`, medianOf(echoRuns, figure), medianOf(bullRuns, figure));
     }
@@ -200,19 +201,23 @@ function tableRows(scenarios, results, sizes) {
         // The least a worker of one request a job could read with these commands: its adds, the
         // request alone, and its commands' own time with none of the Lua around them; against
         // BullMQ's reading above (bench/README.md, "The floor under c1's Redis CPU").
-        const lowest = cpu(addConcurrent.name, 'echomq') + cpu(requestFloor.name, 'echomq') + innerCommandsUs(results.get(processing).get('echomq'));
-        row(`  lowest with one request a job: add + the request alone + process ${short}${label}'s commands`, lowest, combined('bullmq'));
+        const lowest = cpu(addConcurrent.name, 'echomq') + cpu(requestFloor.name, 'echomq') + medianOf(results.get(processing).get('echomq'), commandsUs);
+        row(`  lowest with one request a job: add + the request alone + the commands of process ${short}${label}`, lowest, combined('bullmq'));
       }
     }
   }
   return rows;
 }
 
-/** The median over runs of the Redis µs a job of the commands a script ran, without the script call's own. */
-function innerCommandsUs(runs) {
-  if (!runs || runs.some((run) => run.failed)) return NaN;
-  const scriptCalls = new Set(['evalsha', 'eval', 'evalsha_ro', 'eval_ro']);
-  return median(runs.map((run) => Object.entries(run.usecPerJob).reduce((sum, [name, us]) => (scriptCalls.has(name) ? sum : sum + us), 0)));
+/** Script calls and script loading as INFO commandstats names them: what is not a command a script ran. */
+const SCRIPT_CALL = /^(eval|evalsha|fcall)(_ro)?$|^script\|/;
+
+/**
+ * A run's Redis µs a job in commands other than script calls: the commands its scripts ran, with
+ * none of the Lua around them (a worker's own few commands, well under 0.01 µs a job, count too).
+ */
+function commandsUs(run) {
+  return Object.entries(run.usecPerJob).reduce((sum, [name, us]) => (SCRIPT_CALL.test(name) ? sum : sum + us), 0);
 }
 
 /**
