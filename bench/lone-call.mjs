@@ -4,7 +4,7 @@
 // that returns at once, to read the Redis CPU of a request alone. The KEYS and ARGV follow
 // Scripts.moveToFinished in lib/protocol/scripts.ts (a finish that asks for the next job, keeping
 // all, no rate limit): change one with the other.
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import { Keys } from '../dist/lib/index.js';
 import { PICKUP_KEYS } from '../dist/lib/internal.js';
 

@@ -15,7 +15,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import { Keys } from '../dist/lib/index.js';
 import { SCRIPTS, Scripts } from '../dist/lib/internal.js';
 import { loneFinishRequest } from './lone-call.mjs';

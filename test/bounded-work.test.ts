@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import {
   Keys, Queue, Worker,
   type HeartbeatErrorEvent, type HeartbeatLateEvent, type LockRenewalFailedEvent, type LockRenewedEvent,

@@ -59,10 +59,7 @@ describe('bull-board: the adapter', () => {
 
   it('the package exports ./bull-board from dist, and lists @bull-board/api as an optional peer', () => {
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-    expect(pkg.exports['./bull-board']).toEqual({
-      types: './dist/lib/integrations/bull-board/index.d.ts',
-      import: './dist/lib/integrations/bull-board/index.js',
-    });
+    expect(pkg.exports['./bull-board']).toEqual({ import: { types: './dist/esm/bull-board.d.ts', default: './dist/esm/bull-board.js' }, default: { types: './dist/cjs/lib/integrations/bull-board/index.d.ts', default: './dist/cjs/lib/integrations/bull-board/index.js' } });
     expect(pkg.peerDependencies['@bull-board/api']).toBeDefined();
     expect(pkg.peerDependenciesMeta['@bull-board/api']).toEqual({ optional: true });
   });

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it, jest } from '@jest/globals';
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import { EchoMQOptionError, Queue, QueueEvents, type Job, type JobOptions, type QueueEventsListeners } from '../lib/index.js';
 import { SCRIPTS, Script, Scripts } from '../lib/internal.js';
 import { partitionOf } from '../lib/protocol/partitions.js';

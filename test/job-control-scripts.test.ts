@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { Cluster, Redis } from 'ioredis';
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import { EchoMQError, Keys } from '../lib/index.js';
 import { JobControlScripts, Scripts } from '../lib/internal.js';
 import { newClient, uniqueQueueName } from './support/redis.js';

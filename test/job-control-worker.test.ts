@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import {
   DelayedError, EchoMQError, Queue, Worker, type Job, type LockReleasedEvent, type ProcessorFunction, type WorkerConstructorOptions,
 } from '../lib/index.js';

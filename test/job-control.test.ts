@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import { EchoMQError, EchoMQOptionError, Queue, type Job } from '../lib/index.js';
 import { Scripts } from '../lib/internal.js';
 import { partitionOf } from '../lib/protocol/partitions.js';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import { EchoMQError } from '../lib/index.js';
 import { newClient } from './support/redis.js';
 import { newJob, pickup, scriptsFor, snapshot } from './support/scripts.js';

@@ -44,17 +44,22 @@ describe('the internal entry (@echomq/nestjs/internal)', () => {
     expect(internal.filter((name) => publicNames.has(name))).toEqual([]);
   });
 
-  it('is in package.json "exports", with its types', () => {
+  it('is in package.json "exports": ES modules get the ES face, everything else the CommonJS code, each with its types', () => {
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { exports: Record<string, unknown> };
+    // One copy of the code (dist/cjs); dist/esm re-exports its names (docs/loading.md).
+    const entry = (esm: string, cjs: string) => ({
+      import: { types: `./dist/esm/${esm}.d.ts`, default: `./dist/esm/${esm}.js` },
+      default: { types: `./dist/cjs/lib/${cjs}.d.ts`, default: `./dist/cjs/lib/${cjs}.js` },
+    });
     expect(pkg.exports).toEqual({
-      '.': { types: './dist/lib/index.d.ts', import: './dist/lib/index.js' },
-      './internal': { types: './dist/lib/internal.d.ts', import: './dist/lib/internal.js' },
+      '.': entry('index', 'index'),
+      './internal': entry('internal', 'internal'),
       // bull-board's adapter: its own entry, so only apps that import it load @bull-board/api (an optional peer).
-      './bull-board': { types: './dist/lib/integrations/bull-board/index.d.ts', import: './dist/lib/integrations/bull-board/index.js' },
-      './terminus': { types: './dist/lib/integrations/terminus/index.d.ts', import: './dist/lib/integrations/terminus/index.js' },
-      './prometheus': { types: './dist/lib/integrations/prometheus/index.d.ts', import: './dist/lib/integrations/prometheus/index.js' },
+      './bull-board': entry('bull-board', 'integrations/bull-board/index'),
+      './terminus': entry('terminus', 'integrations/terminus/index'),
+      './prometheus': entry('prometheus', 'integrations/prometheus/index'),
       // OpenTelemetry: only this entry loads @opentelemetry/api (an optional peer); the core takes any Telemetry.
-      './otel': { types: './dist/lib/integrations/otel/index.d.ts', import: './dist/lib/integrations/otel/index.js' },
+      './otel': entry('otel', 'integrations/otel/index'),
     });
   });
 });

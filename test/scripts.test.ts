@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'ioredis';
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import { EchoMQError } from '../lib/index.js';
 import { SCRIPTS, Scripts } from '../lib/internal.js';
 import { ADD_BATCH, PICKUP_KEYS } from '../lib/protocol/scripts.js';

@@ -201,8 +201,8 @@ describe('the optional peers stay out of the core entry', () => {
 
   it('package.json has both subpaths in "exports" and both peers optional', () => {
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-    expect(pkg.exports['./terminus']).toEqual({ types: './dist/lib/integrations/terminus/index.d.ts', import: './dist/lib/integrations/terminus/index.js' });
-    expect(pkg.exports['./prometheus']).toEqual({ types: './dist/lib/integrations/prometheus/index.d.ts', import: './dist/lib/integrations/prometheus/index.js' });
+    expect(pkg.exports['./terminus']).toEqual({ import: { types: './dist/esm/terminus.d.ts', default: './dist/esm/terminus.js' }, default: { types: './dist/cjs/lib/integrations/terminus/index.d.ts', default: './dist/cjs/lib/integrations/terminus/index.js' } });
+    expect(pkg.exports['./prometheus']).toEqual({ import: { types: './dist/esm/prometheus.d.ts', default: './dist/esm/prometheus.js' }, default: { types: './dist/cjs/lib/integrations/prometheus/index.d.ts', default: './dist/cjs/lib/integrations/prometheus/index.js' } });
     expect(pkg.peerDependenciesMeta).toMatchObject({ '@nestjs/terminus': { optional: true }, 'prom-client': { optional: true } });
   });
 });

@@ -12,6 +12,7 @@ let luaDir: string | undefined;
 /** The package's `lua/` folder, found by walking up from this file (the depth differs in dist/). */
 export function findLuaDir(): string {
   if (luaDir) return luaDir;
+  // @ts-ignore TS1343 in the CommonJS build, whose emit scripts/build-package.mjs rewrites (docs/loading.md)
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const candidate = join(dir, 'lua');

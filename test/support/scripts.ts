@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import { Keys } from '../../lib/index.js';
 import { Scripts, type Pickup } from '../../lib/internal.js';
 import type { NewJob } from '../../lib/protocol/scripts.js';

@@ -1,4 +1,4 @@
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import type { FlowJobRecord, FlowSpec, ParentPolicy } from '../../protocol/flow-scripts.js';
 import { Keys } from '../../protocol/keys.js';

@@ -7,6 +7,7 @@ import { CHILD_KEY, readFromSandbox, type FromSandbox, type ToSandbox } from './
  * The host every sandbox runs: a plain .mjs beside this file, in lib/ (Jest runs the sources) as
  * in dist/ (tsc emits it there: allowJs in tsconfig.build.json).
  */
+// @ts-ignore TS1343 in the CommonJS build, whose emit scripts/build-package.mjs rewrites (docs/loading.md)
 const HOST = new URL('./host.mjs', import.meta.url);
 
 /** What a channel tells its sandbox. */

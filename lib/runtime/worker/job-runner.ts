@@ -1,4 +1,4 @@
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import { EchoMQError } from '../../protocol/errors.js';
 import type { Finish, Scripts } from '../../protocol/scripts.js';
 import type { FinishBatcher } from './finish-batcher.js';

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { asError, reportOnErrorChannel } from '../error-channel.js';
-import { v4 as uuid } from 'uuid';
+import { randomUUID as uuid } from 'node:crypto';
 import type { Keys } from '../../protocol/keys.js';
 import { assertQueueName } from '../../protocol/names.js';
 import { assertPartitionedName } from '../../protocol/partitions.js';
