@@ -9,7 +9,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Keys, LockManager, Queue } from '../dist/lib/index.js';
 import { Scripts } from '../dist/lib/internal.js';
-import { CallBatcher } from '../dist/lib/runtime/queue/call-batcher.js';
+import { CallBatcher } from '../dist/lib/runtime/core/call-batcher.js';
 import { startRedis } from '../test/support/redis-process.js';
 import { snapshot } from './redis-meter.mjs';
 import { percentile } from './stats.mjs';

@@ -22,7 +22,8 @@ export {
   type ScriptName,
   type SweepResult,
 } from './protocol/scripts.js';
-export { Script, isNoScript, runPipelined, type ScriptArg, type ScriptCall } from './protocol/script.js';
+export { Script, isNoScript, runPipelined, type ScriptCall } from './protocol/script.js';
+export { type ScriptArg } from './protocol/script-command.js';
 export { SchedulerScripts, type SlotPair, type StartVerdict, type StoredScheduler } from './protocol/scheduler-scripts.js';
 export { JobControlScripts, MAX_MOVE_BATCH, type CancelOutcome } from './protocol/job-control-scripts.js';
 export { parseSchedulerJobId, schedulerJobId } from './protocol/scheduler-ids.js';
@@ -37,17 +38,10 @@ export {
 } from './protocol/names.js';
 
 // The runtime's parts and helpers.
-export {
-  DEFAULTS,
-  assertRenewBelowLock,
-  backoffDelay,
-  keepRule,
-  resolveQueueEventsOptions,
-  resolveQueueOptions,
-  resolveWorkerOptions,
-  validateJobOptions,
-  type ResolvedQueueEventsOptions,
-} from './runtime/options.js';
+export { DEFAULTS } from './runtime/core/defaults.js';
+export { assertRenewBelowLock, resolveWorkerOptions } from './runtime/core/worker-options.js';
+export { backoffDelay, keepRule, validateJobOptions } from './runtime/core/job-options.js';
+export { resolveQueueEventsOptions, resolveQueueOptions, type ResolvedQueueEventsOptions } from './runtime/core/queue-options.js';
 export { JOB_STATES, getJobState, parseJobState, parseJobStates } from './runtime/queue/job-state.js';
 export { canNameJob, type JobContext } from './runtime/queue/job.js';
 export { JobRunner, type ActiveJob, type RunnerEvents } from './runtime/worker/job-runner.js';
@@ -56,8 +50,8 @@ export { sandboxPoolOf } from './runtime/worker/worker.js';
 export type { SandboxPool } from './runtime/sandbox/sandbox-pool.js';
 export { childExecArgv } from './runtime/sandbox/sandbox-channel.js';
 export { RENEWAL_CHUNK, WorkerLocks, validateHolder, type JobLock, type LockHolder } from './runtime/locks/lock-manager.js';
-export { closeClient, connect, connectBlocking, dropClient, isClient, type OwnedClient } from './runtime/connection.js';
-export { MIN_REDIS_VERSION, evictionPolicyWarning, explainRedisError, redisVersionError } from './runtime/redis-health.js';
+export { closeClient, connect, connectBlocking, dropClient, isClient, type OwnedClient } from './runtime/core/connection.js';
+export { MIN_REDIS_VERSION, evictionPolicyWarning, explainRedisError, redisVersionError } from './runtime/core/redis-health.js';
 export { FINISH_EVENT_SCAN } from './runtime/queue/wait-until-finished.js';
 export { firstSlots, slotAfter, slotsAfter } from './runtime/schedulers/next-slot.js';
 export { parseRepeatOptions, scheduleJson, type Schedule } from './runtime/schedulers/repeat-options.js';

@@ -3,7 +3,7 @@ import { FlowProducer, Queue, Worker, type FlowTreeNode, type ProcessorFunction 
 import { Redis } from 'ioredis';
 import { Keys } from '../lib/protocol/keys.js';
 import { firstPages, hscanNoValues, listChildren, queueFirstPages, scanPlan } from '../lib/runtime/flows/child-scan.js';
-import { parseRedisVersion } from '../lib/runtime/redis-health.js';
+import { parseRedisVersion } from '../lib/runtime/core/redis-health.js';
 import { FaultyProxy } from './support/faulty-proxy.js';
 import { eventually, newClient, redisUrl, singleNodeIt, testConnection, uniqueQueueName } from './support/redis.js';
 import { monitorCommands } from './support/monitor.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { Cluster, Redis } from 'ioredis';
 import { LockManager, Queue, Worker } from '../lib/index.js';
-import { connectRenewal } from '../lib/runtime/connection.js';
-import { withinMs } from '../lib/runtime/within-ms.js';
+import { connectRenewal } from '../lib/runtime/core/connection.js';
+import { withinMs } from '../lib/runtime/core/within-ms.js';
 import { clusterNodes, eventually, masters, newClient, onCluster, redisUrl, uniqueQueueName } from './support/redis.js';
 import { monitorCommands } from './support/monitor.js';
 

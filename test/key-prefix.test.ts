@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Cluster, Redis } from 'ioredis';
 import { fileURLToPath } from 'node:url';
 import { EchoMQOptionError, FlowProducer, Queue, QueueEvents, Worker } from '../lib/index.js';
-import type { ConnectionInput } from '../lib/runtime/connection.js';
+import type { ConnectionInput } from '../lib/runtime/core/connection.js';
 import { newClient, scanKeys, testConnection, uniqueQueueName } from './support/redis.js';
 
 const NOOP_PROCESSOR = fileURLToPath(new URL('./fixtures/sandbox/noop.mjs', import.meta.url));
@@ -13,7 +13,7 @@ type Closable = { close(): Promise<unknown> };
 /**
  * ioredis's keyPrefix is refused wherever a connection is given, before anything connects: the
  * scripts build job keys from the queue's prefix, which ioredis does not prefix, so a queue would
- * write its keys under two prefixes (lib/runtime/connection.ts, assertConnection). The port is one
+ * write its keys under two prefixes (lib/runtime/core/connection.ts, assertConnection). The port is one
  * nothing listens on and instances are lazy: a constructor that let the connection through would
  * leave the instance connecting, which the status check sees.
  */

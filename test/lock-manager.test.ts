@@ -8,7 +8,7 @@ import { SCRIPTS, Scripts } from '../lib/internal.js';
 import { eventually, masters, newClient, onCluster, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 import { startRedis } from './support/redis-process.js';
 import { monitorCommands } from './support/monitor.js';
-import { Periodic } from '../lib/runtime/periodic.js';
+import { Periodic } from '../lib/runtime/core/periodic.js';
 
 /** A processor that holds its job until the test lets it go (or its signal aborts). */
 function gate() {

@@ -14,7 +14,7 @@ import {
   WorkerOrchestrator, type Job, type Span, type Telemetry,
 } from '../lib/index.js';
 import { EchoMQOtel } from '../lib/integrations/otel/index.js';
-import { StallSpans } from '../lib/runtime/telemetry/stall-spans.js';
+import { StallSpans } from '../lib/runtime/worker/stall-spans.js';
 import { runWithin } from '../lib/runtime/telemetry/guarded-context.js';
 import { startApp } from './support/nest.js';
 import { eventually, newClient, testConnection, uniqueQueueName } from './support/redis.js';

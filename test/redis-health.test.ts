@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { RedisVersionError } from '../lib/index.js';
-import { MIN_REDIS_VERSION, PARTITIONS_NEED, parseRedisVersion, redisVersionError, versionErrorOf } from '../lib/runtime/redis-health.js';
+import { MIN_REDIS_VERSION, PARTITIONS_NEED, parseRedisVersion, redisVersionError, versionErrorOf } from '../lib/runtime/core/redis-health.js';
 import { masters, newClient, onCluster } from './support/redis.js';
 
 const info = (version: string) => `# Server\r\nredis_version:${version}\r\nredis_mode:cluster\r\n`;

@@ -198,7 +198,7 @@ describe('addJob-9', () => {
 
   it('keeps FIFO within the highest priority allowed (the score stays an exact double)', async () => {
     const { keys, scripts } = scriptsFor(client);
-    const { DEFAULTS } = await import('../lib/runtime/options.js');
+    const { DEFAULTS } = await import('../lib/runtime/core/defaults.js');
     // Counter values 3, 4, 5: above 2^53 they would round to one score, and ties go by member name.
     await client.set(keys.pc, 2);
     for (const customId of ['job-c', 'job-b', 'job-a']) await scripts.addJob(newJob({ customId, priority: DEFAULTS.maxPriority }));

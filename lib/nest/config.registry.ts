@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { RedisClient } from '../protocol/script.js';
-import { closeClient, connect } from '../runtime/connection.js';
+import { closeClient, connect } from '../runtime/core/connection.js';
 import type { EchoMQRootOptions } from './echomq.interfaces.js';
 import { MISSING_CONFIG } from './echomq.messages.js';
 import { getConfigToken } from './echomq.tokens.js';

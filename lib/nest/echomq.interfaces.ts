@@ -1,11 +1,13 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Provider, Scope, Type } from '@nestjs/common';
-import type { ConnectionInput } from '../runtime/connection.js';
+import type { ConnectionInput } from '../runtime/core/connection.js';
 import type { FlowProducerOptions } from '../runtime/flows/flow-producer.js';
-import type { JobOptions, QueueOptions, WorkerOptions } from '../runtime/options.js';
-import type { WorkerThreadsOptions } from '../runtime/sandbox/sandbox-options.js';
+import type { JobOptions } from '../runtime/core/job-options.js';
+import type { QueueOptions } from '../runtime/core/queue-options.js';
+import type { WorkerOptions } from '../runtime/core/worker-options.js';
+import type { WorkerThreadsOptions } from '../runtime/core/worker-options.js';
 import type { RepeatOptions } from '../runtime/schedulers/repeat-options.js';
 import type { JobSchedulerTemplate } from '../runtime/schedulers/template.js';
-import type { Telemetry } from '../runtime/telemetry/telemetry.js';
+import type { Telemetry } from '../runtime/core/telemetry.js';
 
 /**
  * The worker settings a root configuration or a @Processor may set (runtime defaults otherwise);

@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { Job } from '../runtime/queue/job.js';
-import type { ProcessorContext, ProcessorFunction } from '../runtime/worker/job-runner.js';
-import { UnrecoverableError } from '../runtime/worker/unrecoverable-error.js';
+import type { ProcessorContext, ProcessorFunction } from '../runtime/queue/processor.js';
+import { UnrecoverableError } from '../runtime/core/unrecoverable-error.js';
 import type { Worker } from '../runtime/worker/worker.js';
 import type { ProcessorDefinition } from './echomq.explorer.js';
 import { NO_HANDLER } from './echomq.messages.js';

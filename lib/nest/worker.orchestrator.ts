@@ -9,7 +9,7 @@ import { INVALID_PROCESSOR_OPTIONS, NOT_INITIALIZED, PROCESSOR_PARTITIONS_MISMAT
 import { ProcessorDispatcher } from './processor.dispatcher.js';
 import { QueueRegistry } from './queue.registry.js';
 import { SchedulerBootstrap } from './scheduler.bootstrap.js';
-import type { Telemetry } from '../runtime/telemetry/telemetry.js';
+import type { Telemetry } from '../runtime/core/telemetry.js';
 
 /**
  * Starts a Worker per @Processor after the app is initialized (and its declared job schedulers

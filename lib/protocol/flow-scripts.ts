@@ -1,7 +1,8 @@
 import { isErrorCode } from './codes.js';
 import { EchoMQError } from './errors.js';
 import type { Keys } from './keys.js';
-import type { RedisClient, ScriptArg } from './script.js';
+import type { RedisClient } from './script.js';
+import type { ScriptArg } from './script-command.js';
 import { SCRIPTS, type Finish, type NewJob } from './scripts.js';
 
 /** What a child asks of its parent when it fails for good (docs/flows.md): '' is BullMQ's default, the parent waits. */

@@ -1,7 +1,8 @@
 import { isErrorCode } from './codes.js';
 import { EchoMQError } from './errors.js';
 import type { Keys } from './keys.js';
-import { Script, type RedisClient, type ScriptArg } from './script.js';
+import { Script, type RedisClient } from './script.js';
+import { type ScriptArg } from './script-command.js';
 import { SCRIPTS } from './scripts.js';
 
 /**

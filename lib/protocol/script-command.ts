@@ -1,5 +1,7 @@
 import { Command } from 'ioredis';
-import type { ScriptArg } from './script.js';
+
+/** A script argument; a Buffer goes byte for byte (data read as bytes, sent back to be compared). */
+export type ScriptArg = string | number | Buffer;
 
 /** The options of a connection, a Cluster or a pipeline that change how ioredis builds a command. */
 export interface CommandOptions {

@@ -1,13 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import { loadLuaSource } from './lua-source.js';
-import { sendEvalsha, type ScriptSink } from './script-command.js';
+import { sendEvalsha, type ScriptArg, type ScriptSink } from './script-command.js';
 
 /** Either connection kind: every script call works the same on one Redis and on a Cluster. */
 export type RedisClient = Redis | Cluster;
 
-/** A script argument; a Buffer goes byte for byte (data read as bytes, sent back to be compared). */
-export type ScriptArg = string | number | Buffer;
 
 /**
  * One Lua script: read and hashed once, called by EVALSHA. When Redis answers NOSCRIPT (it was

@@ -1,7 +1,8 @@
 import { EchoMQError } from './errors.js';
 import { isErrorCode } from './codes.js';
 import type { JobState, Keys } from './keys.js';
-import { runPipelined, Script, type RedisClient, type ScriptArg, type ScriptCall } from './script.js';
+import { runPipelined, Script, type RedisClient, type ScriptCall } from './script.js';
+import { type ScriptArg } from './script-command.js';
 
 /** Jobs per addJobs-9 call: large enough to amortise a script call, small enough to keep one short. */
 export const ADD_BATCH = 500;

@@ -1,6 +1,6 @@
 import { afterEach, expect } from '@jest/globals';
 import { Queue, Worker, type ConnectionInput, type Job, type WorkerConstructorOptions } from '../../lib/index.js';
-import type { ProcessorFunction } from '../../lib/runtime/worker/job-runner.js';
+import type { ProcessorFunction } from '../../lib/runtime/queue/processor.js';
 import { testConnection, uniqueQueueName } from './redis.js';
 
 /**

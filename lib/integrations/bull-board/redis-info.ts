@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { RedisClient } from '../../protocol/script.js';
-import { servers } from '../../runtime/redis-health.js';
-import { withinMs } from '../../runtime/within-ms.js';
+import { servers } from '../../runtime/core/redis-health.js';
+import { withinMs } from '../../runtime/core/within-ms.js';
 
 /** Fields that are a sum over the masters: what the whole cluster holds or serves. */
 const SUMMED = ['used_memory', 'used_memory_rss', 'used_memory_peak', 'maxmemory', 'connected_clients', 'blocked_clients', 'total_connections_received', 'total_commands_processed', 'keyspace_hits', 'keyspace_misses'];

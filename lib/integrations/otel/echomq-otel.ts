@@ -1,5 +1,5 @@
 import { context, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Span as OtelSpan } from '@opentelemetry/api';
-import type { Attributes, AttributeValue, ContextManager, Exception, Span, SpanOptions, Telemetry, Time, Tracer } from '../../runtime/telemetry/telemetry.js';
+import type { Attributes, AttributeValue, ContextManager, Exception, Span, SpanOptions, Telemetry, Time, Tracer } from '../../runtime/core/telemetry.js';
 import { parseW3c, w3cHeaders } from './w3c-trace-context.js';
 
 /**

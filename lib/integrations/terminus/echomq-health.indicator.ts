@@ -4,8 +4,8 @@ import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/term
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import type { RedisClient } from '../../protocol/script.js';
 import type { Queue } from '../../runtime/queue/queue.js';
-import { evictionPolicyWarning, redisVersionProblem } from '../../runtime/redis-health.js';
-import { withinMs } from '../../runtime/within-ms.js';
+import { evictionPolicyWarning, redisVersionProblem } from '../../runtime/core/redis-health.js';
+import { withinMs } from '../../runtime/core/within-ms.js';
 import { QueueRegistry } from '../../nest/queue.registry.js';
 import { checkHealthOptions, type EchoMQHealthOptions } from './health-options.js';
 import { readQueueHealth, type QueueHealth } from './queue-health.js';

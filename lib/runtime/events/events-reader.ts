@@ -1,6 +1,6 @@
-import { asError } from '../error-channel.js';
+import { asError } from '../core/error-channel.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { dropClient } from '../connection.js';
+import { dropClient } from '../core/connection.js';
 
 /** One events stream a QueueEvents reads: its key and the partition it is of (0 for a plain queue). */
 export interface EventsStream {

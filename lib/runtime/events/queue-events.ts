@@ -1,13 +1,13 @@
 import { EventEmitter } from 'node:events';
-import { asError, reportOnErrorChannel } from '../error-channel.js';
+import { asError, reportOnErrorChannel } from '../core/error-channel.js';
 import { Cluster } from 'ioredis';
 import { filter, Observable, Subject } from 'rxjs';
 import { Keys } from '../../protocol/keys.js';
 import { assertQueueName } from '../../protocol/names.js';
 import { assertPartitionedName, partitionQueueNames } from '../../protocol/partitions.js';
-import { connectEventsReader } from '../connection.js';
+import { connectEventsReader } from '../core/connection.js';
 import { EventsReader, type EventsReaderOwner } from './events-reader.js';
-import { resolveQueueEventsOptions, type QueueEventsOptions } from '../options.js';
+import { resolveQueueEventsOptions, type QueueEventsOptions } from '../core/queue-options.js';
 
 /** The names of the lifecycle events the scripts write to the stream. */
 export type QueueEventName =

@@ -1,6 +1,6 @@
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { fromJson } from '../queue/serialize.js';
+import { fromJson } from '../core/serialize.js';
 
 /** A parent's children by state (BullMQ's getDependencies): keys are the children's job keys. */
 export interface Dependencies {

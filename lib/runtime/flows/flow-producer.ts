@@ -3,17 +3,17 @@ import { FlowScripts, type FlowAddCode } from '../../protocol/flow-scripts.js';
 import { DEFAULT_PREFIX, Keys } from '../../protocol/keys.js';
 import { assertPrefix, describe } from '../../protocol/names.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { closeClient, connect, type ConnectionInput } from '../connection.js';
-import { DEFAULTS } from '../options.js';
+import { closeClient, connect, type ConnectionInput } from '../core/connection.js';
+import { DEFAULTS } from '../core/defaults.js';
 import { Job } from '../queue/job.js';
 import { QueuePart } from '../queue/queue-part.js';
-import { explainRedisError } from '../redis-health.js';
+import { explainRedisError } from '../core/redis-health.js';
 import { checkGetFlowOptions, readFlow, type FlowTreeNode, type GetFlowOptions } from './flow-reader.js';
 import { levelsOf, planFlow, type FlowJob, type FlowNode } from './flow-tree.js';
 import { ParentNotices } from './parent-notices.js';
 import { ATTRIBUTES } from '../telemetry/attributes.js';
 import { traceAdd } from '../telemetry/producer-span.js';
-import { telemetryOf, type Attributes, type Telemetry } from '../telemetry/telemetry.js';
+import { telemetryOf, type Attributes, type Telemetry } from '../core/telemetry.js';
 
 export interface FlowProducerOptions {
   connection?: ConnectionInput;

@@ -4,7 +4,7 @@ import type { Keys } from '../../protocol/keys.js';
 import { describe } from '../../protocol/names.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { Scripts } from '../../protocol/scripts.js';
-import { DEFAULTS } from '../options.js';
+import { DEFAULTS } from '../core/defaults.js';
 import type { JobContext } from '../queue/job.js';
 import { parseNotice } from './notice.js';
 import { parseJobKey } from './parent-notices.js';

@@ -3,21 +3,9 @@ import { EchoMQOptionError } from '../../protocol/errors.js';
 import type { FlowJobRecord, FlowSpec, ParentPolicy } from '../../protocol/flow-scripts.js';
 import { Keys } from '../../protocol/keys.js';
 import { assertCustomJobId, assertPrefix, assertQueueName, describe } from '../../protocol/names.js';
-import { validateJobOptions, type JobOptions } from '../options.js';
-import { toJson } from '../queue/serialize.js';
-import { withTraceContext } from '../telemetry/telemetry.js';
-
-/** What a child of a flow asks of its parent when it fails for good (BullMQ's names). With none, the parent waits. */
-export interface ParentFailureOptions {
-  /** The parent fails at once, its failedReason naming this child. */
-  failParentOnFailure?: boolean;
-  /** The parent goes on as if this child had completed; getDependencies() lists it under `ignored`. */
-  ignoreDependencyOnFailure?: boolean;
-  /** The parent forgets this child: it is no dependency any more. */
-  removeDependencyOnFailure?: boolean;
-  /** The parent starts at once, while its other children still run. */
-  continueParentOnFailure?: boolean;
-}
+import { validateJobOptions, type JobOptions, type ParentFailureOptions } from '../core/job-options.js';
+import { toJson } from '../core/serialize.js';
+import { withTraceContext } from '../core/telemetry.js';
 
 export type FlowJobOptions = Omit<JobOptions, 'deduplication' | 'partitionKey' | 'parent'> & ParentFailureOptions;
 

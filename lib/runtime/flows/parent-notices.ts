@@ -1,7 +1,7 @@
 import { FlowScripts, type ChildOutcome, type NoticeAck, type ParentPolicy } from '../../protocol/flow-scripts.js';
 import { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { CallBatcher } from '../queue/call-batcher.js';
+import { CallBatcher } from '../core/call-batcher.js';
 import { parseNotice, type Notice } from './notice.js';
 
 /** Notices a sweep takes per call: a bounded read, and as many settles. */

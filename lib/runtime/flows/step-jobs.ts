@@ -1,3 +1,4 @@
+import type { ParentOptions } from '../core/job-options.js';
 import { EchoMQError, EchoMQOptionError } from '../../protocol/errors.js';
 import { FlowScripts, type FlowJobRecord } from '../../protocol/flow-scripts.js';
 import { Keys } from '../../protocol/keys.js';
@@ -6,19 +7,13 @@ import type { Job, JobContext } from '../queue/job.js';
 import { canNameJob } from '../queue/job.js';
 import { MAX_CHILDREN } from './flow-tree.js';
 import { ParentNotices, parseJobKey } from './parent-notices.js';
-import { UnrecoverableError } from '../worker/unrecoverable-error.js';
+import { UnrecoverableError } from '../core/unrecoverable-error.js';
 import { markRunningParent } from './running-parents.js';
 
 /** What job.moveToWaitingChildren takes (BullMQ's shape). */
 export interface WaitingChildrenOptions {
   /** Wait only while this child (its id and its queue's `P:{Q}` key) has not settled. */
   child?: { id: string; queue: string };
-}
-
-/** A job's parent as add() takes it (BullMQ's shape): its id and its queue's key, `P:{Q}` (job.queueQualifiedName). */
-export interface ParentOptions {
-  id: string;
-  queue: string;
 }
 
 /** A parent option checked: its queue's Keys and its id. */

@@ -1,4 +1,4 @@
-import { Periodic } from '../periodic.js';
+import { Periodic } from '../core/periodic.js';
 
 /** What a WorkerLocks needs of its timer: run while it holds jobs, stop when it holds none. */
 export interface HeartbeatTimer {

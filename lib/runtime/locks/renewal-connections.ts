@@ -1,5 +1,5 @@
 import type { RedisClient } from '../../protocol/script.js';
-import { connectRenewal, dropClient } from '../connection.js';
+import { connectRenewal, dropClient } from '../core/connection.js';
 
 /** One worker's way to its renewal connection. */
 export interface RenewalLease {

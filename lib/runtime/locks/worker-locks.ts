@@ -8,9 +8,9 @@ import type {
   HeartbeatErrorEvent, HeartbeatLateEvent, JobCancelledEvent, LockAcquiredEvent, LockReleasedEvent,
   LockRenewalFailedEvent, LockRenewedEvent,
 } from './lock-events.js';
-import { JobCancelledError } from './job-cancelled-error.js';
-import { assertRenewBelowLock } from '../options.js';
-import { withinMs } from '../within-ms.js';
+import { JobCancelledError } from '../core/job-cancelled-error.js';
+import { assertRenewBelowLock } from '../core/worker-options.js';
+import { withinMs } from '../core/within-ms.js';
 import type { HeartbeatTimer, SharedHeartbeat } from './heartbeat-timer.js';
 import type { RenewalLease } from './renewal-connections.js';
 

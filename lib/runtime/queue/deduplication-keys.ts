@@ -1,6 +1,6 @@
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { servers } from '../redis-health.js';
+import { servers } from '../core/redis-health.js';
 
 /** Keys per SCAN reply and per DEL. */
 const SCAN_COUNT = 1000;

@@ -1,8 +1,8 @@
 import { EchoMQError, EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
-import { DEFAULTS } from '../options.js';
+import { DEFAULTS } from '../core/defaults.js';
 import type { Job, JobContext } from './job.js';
-import { DEFAULT_MAX_DATA_BYTES, toJson } from './serialize.js';
+import { DEFAULT_MAX_DATA_BYTES, toJson } from '../core/serialize.js';
 
 /** What job.changePriority takes (BullMQ's shape). */
 export interface PriorityChange {

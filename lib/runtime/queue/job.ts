@@ -9,9 +9,9 @@ import {
   changeJobDelay, changeJobPriority, moveJobToDelayed, promoteJob, updateJobData, type PriorityChange, type RunOwnership,
 } from './job-control.js';
 import { getJobState, type JobStateOrUnknown } from './job-state.js';
-import type { JobOptions } from '../options.js';
+import type { JobOptions } from '../core/job-options.js';
 import type { QueueEvents } from '../events/queue-events.js';
-import { fromJson, toJson } from './serialize.js';
+import { fromJson, toJson } from '../core/serialize.js';
 import { waitUntilFinished } from './wait-until-finished.js';
 import type { FlowScripts } from '../../protocol/flow-scripts.js';
 import { moveJobToWaitingChildren, type WaitingChildrenOptions } from '../flows/step-jobs.js';

@@ -8,7 +8,7 @@
  */
 import { partitionOf, partitionOfAutoId, routingKeyOf } from '../../protocol/partitions.js';
 import { parseSchedulerJobId } from '../../protocol/scheduler-ids.js';
-import type { JobOptions } from '../options.js';
+import type { JobOptions } from '../core/job-options.js';
 import type { QueuePart } from './queue-part.js';
 
 export class PartitionRouter {

@@ -10,11 +10,12 @@ import { EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
 import { assertCustomIdForPartitions } from '../../protocol/partitions.js';
 import type { NewJob } from '../../protocol/scripts.js';
-import { validateJobOptions, type JobOptions, type ResolvedQueueOptions } from '../options.js';
+import { validateJobOptions, type JobOptions } from '../core/job-options.js';
+import { type ResolvedQueueOptions } from '../core/queue-options.js';
 import { POLICIES } from '../flows/flow-tree.js';
 import { checkJobRef, type CheckedParent } from '../flows/step-jobs.js';
-import { withTraceContext } from '../telemetry/telemetry.js';
-import { toJson } from './serialize.js';
+import { withTraceContext } from '../core/telemetry.js';
+import { toJson } from '../core/serialize.js';
 
 /** A job as add() checked it: what the add scripts take, the options it was given merged with the defaults, its data. */
 export interface Prepared {

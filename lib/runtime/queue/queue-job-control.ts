@@ -2,8 +2,9 @@ import { CANCELS_FIELD } from '../../protocol/cancels.js';
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import { MAX_MOVE_BATCH } from '../../protocol/job-control-scripts.js';
 import { describe } from '../../protocol/names.js';
-import { assertCancelReason } from '../locks/job-cancelled-error.js';
-import { DEFAULTS, keepRule, type JobOptions } from '../options.js';
+import { assertCancelReason } from '../core/job-cancelled-error.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { keepRule, type JobOptions } from '../core/job-options.js';
 import { canNameJob } from './job.js';
 import type { QueuePart } from './queue-part.js';
 

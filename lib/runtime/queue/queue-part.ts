@@ -5,8 +5,8 @@ import { JobControlScripts } from '../../protocol/job-control-scripts.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { SchedulerScripts } from '../../protocol/scheduler-scripts.js';
 import { ADD_BATCH, Scripts, type AddedJob, type NewJob } from '../../protocol/scripts.js';
-import { CallBatcher } from './call-batcher.js';
-import { publishWake } from '../wake-channel.js';
+import { CallBatcher } from '../core/call-batcher.js';
+import { publishWake } from '../core/wake-channel.js';
 import type { JobContext } from './job.js';
 
 /** States whose keys are lists (LRANGE, LLEN); the others are sorted sets. */

@@ -4,10 +4,11 @@ import { assertDeduplicationId, assertQueueName, describe } from '../../protocol
 import { assertPartitionedName } from '../../protocol/partitions.js';
 import type { RedisClient } from '../../protocol/script.js';
 import type { AddedJob } from '../../protocol/scripts.js';
-import { closeClient, connect } from '../connection.js';
+import { closeClient, connect } from '../core/connection.js';
 import { canNameJob, Job } from './job.js';
 import { JOB_STATES, parseJobState, parseJobStates, type JobStateName } from './job-state.js';
-import { resolveQueueOptions, type JobOptions, type QueueOptions, type ResolvedQueueOptions } from '../options.js';
+import { resolveQueueOptions, type QueueOptions, type ResolvedQueueOptions } from '../core/queue-options.js';
+import { type JobOptions } from '../core/job-options.js';
 import { QueuePart } from './queue-part.js';
 import { PartitionRouter } from './partition-router.js';
 import { prepareJob, type AddTarget, type Prepared } from './prepare-job.js';
@@ -16,7 +17,7 @@ import { QueueJobControl, type JobLogs, type PromoteJobsOptions, type RetryJobsO
 import { partitionCountError } from './partition-count.js';
 import { listJobs } from './job-listing.js';
 import { ascendingByDefault } from './partition-order.js';
-import { explainRedisError } from '../redis-health.js';
+import { explainRedisError } from '../core/redis-health.js';
 import { deleteDeduplicationKeys } from './deduplication-keys.js';
 import { FlowScripts } from '../../protocol/flow-scripts.js';
 import { parentPolicyOf } from '../flows/flow-tree.js';

@@ -2,7 +2,7 @@ import { filter, firstValueFrom, timeout as rxTimeout } from 'rxjs';
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import { JobNotFoundError, type JobContext } from './job.js';
 import type { QueueEvent, QueueEvents } from '../events/queue-events.js';
-import { fromJson } from './serialize.js';
+import { fromJson } from '../core/serialize.js';
 
 /** How many of the newest stream entries are searched for the end of a job whose hash is gone. */
 export const FINISH_EVENT_SCAN = 1000;

@@ -17,7 +17,7 @@
  * the host's own, in a child wrapped as { [CHILD_KEY]: text }, so what the processor's code sends
  * its parent itself is not taken for the host's. What the handler sends (its result, its progress,
  * its new data) is encoded with the checks Redis-bound values get in process
- * (lib/runtime/queue/serialize.ts, toJson), so a value JSON would change or drop fails the same way.
+ * (lib/runtime/core/serialize.ts, toJson), so a value JSON would change or drop fails the same way.
  */
 import { isMainThread, workerData } from 'node:worker_threads';
 
@@ -79,7 +79,7 @@ class EchoMQOptionError extends TypeError {
 }
 
 /**
- * toJson of lib/runtime/queue/serialize.ts, without the size cap: JSON text that refuses what JSON
+ * toJson of lib/runtime/core/serialize.ts, without the size cap: JSON text that refuses what JSON
  * would silently change or drop (functions, symbols, BigInt, NaN and Infinity, Map and Set) and
  * cycles, naming the path. Keep the two alike (test/sandbox.test.ts compares their refusals).
  * @param {unknown} value

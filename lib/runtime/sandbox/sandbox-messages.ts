@@ -1,7 +1,7 @@
 import type { Job } from '../queue/job.js';
-import { DelayedError } from '../worker/delayed-error.js';
-import { RateLimitError } from '../worker/rate-limit-error.js';
-import { UnrecoverableError } from '../worker/unrecoverable-error.js';
+import { DelayedError } from '../core/delayed-error.js';
+import { RateLimitError } from '../core/rate-limit-error.js';
+import { UnrecoverableError } from '../core/unrecoverable-error.js';
 
 /**
  * What goes between the main side and a sandbox's host (host.mjs, which documents the same shapes

@@ -1,6 +1,6 @@
 import { AsyncResource } from 'node:async_hooks';
 import type { Job } from '../queue/job.js';
-import type { ProcessorContext, ProcessorFunction } from '../worker/job-runner.js';
+import type { ProcessorContext, ProcessorFunction } from '../queue/processor.js';
 import { Sandbox, type SandboxOwner } from './sandbox.js';
 import { sandboxSpec, type SandboxOptionsInput, type SandboxSpec } from './sandbox-options.js';
 

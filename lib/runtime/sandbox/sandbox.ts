@@ -1,8 +1,8 @@
 import type { Job } from '../queue/job.js';
-import type { ProcessorContext } from '../worker/job-runner.js';
+import type { ProcessorContext } from '../queue/processor.js';
 import { openChannel, type SandboxChannel } from './sandbox-channel.js';
-import { assertRateLimitMs } from '../worker/manual-rate-limit.js';
-import { UnrecoverableError } from '../worker/unrecoverable-error.js';
+import { assertRateLimitMs } from '../core/option-numbers.js';
+import { UnrecoverableError } from '../core/unrecoverable-error.js';
 import { errorData, JOB_METHODS, jobFields, rebuildError, type ErrorData, type FromSandbox } from './sandbox-messages.js';
 import type { SandboxSpec } from './sandbox-options.js';
 

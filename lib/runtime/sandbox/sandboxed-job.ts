@@ -1,4 +1,4 @@
-import type { ProcessorContext } from '../worker/job-runner.js';
+import type { ProcessorContext } from '../queue/processor.js';
 import type { JobFields } from './sandbox-messages.js';
 
 /**

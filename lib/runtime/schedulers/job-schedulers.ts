@@ -5,8 +5,8 @@ import { assertSchedulerId, schedulerJobId } from '../../protocol/scheduler-ids.
 import { Job } from '../queue/job.js';
 import { sliceLikeRange } from '../queue/partition-order.js';
 import type { QueuePart } from '../queue/queue-part.js';
-import { fromJson } from '../queue/serialize.js';
-import type { JobOptions } from '../options.js';
+import { fromJson } from '../core/serialize.js';
+import type { JobOptions } from '../core/job-options.js';
 import { firstSlots } from './next-slot.js';
 import { parseRepeatOptions, type RepeatOptions, type Schedule } from './repeat-options.js';
 import { storedScheduler, type JobSchedulerTemplate } from './template.js';

@@ -1,8 +1,8 @@
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
 import type { StoredScheduler } from '../../protocol/scheduler-scripts.js';
-import { validateJobOptions, type JobOptions } from '../options.js';
-import { toJson } from '../queue/serialize.js';
+import { validateJobOptions, type JobOptions } from '../core/job-options.js';
+import { toJson } from '../core/serialize.js';
 import { scheduleJson, type Schedule } from './repeat-options.js';
 
 /** Job options a scheduler's jobs take: as for add, but a scheduler fixes their ids and due times. */

@@ -1,4 +1,4 @@
-import type { Span } from './telemetry.js';
+import type { Span } from '../core/telemetry.js';
 
 /**
  * The attributes of EchoMQ's spans: OpenTelemetry's messaging conventions where they have a name,

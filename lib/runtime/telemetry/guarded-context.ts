@@ -1,5 +1,5 @@
-import { asError } from '../error-channel.js';
-import type { ContextManager, Telemetry } from './telemetry.js';
+import { asError } from '../core/error-channel.js';
+import type { ContextManager, Telemetry } from '../core/telemetry.js';
 
 /**
  * `fn` run with `context` active, by a ContextManager that may throw (a Telemetry that throws never

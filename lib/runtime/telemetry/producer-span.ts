@@ -1,6 +1,6 @@
 import { ATTRIBUTES, MESSAGING_SYSTEM, recordFailure } from './attributes.js';
 import { runWithin } from './guarded-context.js';
-import { SpanKind, type Attributes, type Telemetry } from './telemetry.js';
+import { SpanKind, type Attributes, type Telemetry } from '../core/telemetry.js';
 
 /** What one add is, for its span: the operation, the queue (when one), attributes known before it runs. */
 export interface AddDescription {

@@ -1,9 +1,9 @@
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
 import type { Pickup, RateLimit, Scripts } from '../../protocol/scripts.js';
-import { dropClient, dropCounter, type DropCounter } from '../connection.js';
+import { dropClient, dropCounter, type DropCounter } from '../core/connection.js';
 import { findAllByLockToken, type HandedOverJob } from './handover-recovery.js';
-import { Sleeper } from '../sleeper.js';
+import { Sleeper } from '../core/sleeper.js';
 
 /** The limits a pickup passes, read at each call: they follow the queue's meta (WorkerLimits). */
 export interface PickupLimits {

@@ -1,6 +1,6 @@
 import { EchoMQError } from '../../protocol/errors.js';
 import type { Finish, Pickup, RateLimit, Scripts } from '../../protocol/scripts.js';
-import { CallBatcher } from '../queue/call-batcher.js';
+import { CallBatcher } from '../core/call-batcher.js';
 
 /** The limits a finish's fetch-next keeps, read at each call (WorkerLimits). */
 export interface FinishLimits {

@@ -1,5 +1,5 @@
 import type { JobLock } from '../locks/worker-locks.js';
-import type { ProcessorContext } from './job-runner.js';
+import type { ProcessorContext } from '../queue/processor.js';
 
 /**
  * The second argument of a handler: the run's token, and a `signal` whose AbortController is made

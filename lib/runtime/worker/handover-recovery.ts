@@ -1,6 +1,6 @@
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { CallBatcher } from '../queue/call-batcher.js';
+import { CallBatcher } from '../core/call-batcher.js';
 
 /** A job found in active under a lock token this worker chose: it is this worker's to run. */
 export interface HandedOverJob {

@@ -5,21 +5,22 @@ import type { FinishBatcher } from './finish-batcher.js';
 import { HandoverRecovery } from './handover-recovery.js';
 import { CorruptJobError, Job, type JobContext } from '../queue/job.js';
 import type { RunOwnership } from '../queue/job-control.js';
-import { isDelayedError } from './delayed-error.js';
-import { isWaitingChildrenError } from './waiting-children-error.js';
+import type { ProcessorFunction } from '../queue/processor.js';
+import { isDelayedError } from '../core/delayed-error.js';
+import { isWaitingChildrenError } from '../core/waiting-children-error.js';
 import { LockLostError, type JobLock, type WorkerLocks } from '../locks/worker-locks.js';
-import { keepRule, type BackoffStrategy } from '../options.js';
-import { toJson } from '../queue/serialize.js';
-import { RateLimitError } from './rate-limit-error.js';
-import { UnrecoverableError } from './unrecoverable-error.js';
-import { JobTimeoutError } from './job-timeout-error.js';
-import { JobCancelledError } from '../locks/job-cancelled-error.js';
+import { keepRule, type BackoffStrategy } from '../core/job-options.js';
+import { toJson } from '../core/serialize.js';
+import { RateLimitError } from '../core/rate-limit-error.js';
+import { UnrecoverableError } from '../core/unrecoverable-error.js';
+import { JobTimeoutError } from '../core/job-timeout-error.js';
+import { JobCancelledError } from '../core/job-cancelled-error.js';
 import { CANCEL_MARK_FIELD } from '../../protocol/cancels.js';
 import { decideRetry } from './retry-decision.js';
 import type { SchedulerChain } from '../schedulers/scheduler-chain.js';
 import type { ParentNotices } from '../flows/parent-notices.js';
 import type { ParentPolicy } from '../../protocol/flow-scripts.js';
-import type { AttemptSpan, AttemptSpans } from '../telemetry/attempt-spans.js';
+import type { AttemptSpan, AttemptSpans } from './attempt-spans.js';
 import type { RunSlots } from './run-slots.js';
 import { LANDED_EARLIER, ReleaseSender, type Release } from './release-sender.js';
 import { fieldOf, flowLinkOf, type PickupFields } from './pickup-fields.js';
@@ -29,20 +30,6 @@ import { HandlerContext } from './handler-context.js';
 export interface FlowFinishing {
   notices: Pick<ParentNotices, 'send' | 'sendStored'>;
 }
-
-/** What a processor gets besides the job. */
-export interface ProcessorContext {
-  /** The lock token of this ownership of the job. */
-  token: string;
-  /**
-   * Aborted when the lock is lost (reason: LockLostError), the worker closes without waiting, the
-   * job times out (JobTimeoutError) or is cancelled (JobCancelledError). After a timeout or a cancel
-   * the job fails at once: the handler is not waited for, and what it returns later is refused.
-   */
-  signal: AbortSignal;
-}
-
-export type ProcessorFunction<Data = unknown, Result = unknown> = (job: Job<Data, Result>, context: ProcessorContext) => Promise<Result> | Result;
 
 /** A job just taken into active, with the token that holds its lock. */
 export interface ActiveJob {

@@ -1,16 +1,6 @@
-import { EchoMQOptionError } from '../../protocol/errors.js';
 import type { Keys } from '../../protocol/keys.js';
-import { describe } from '../../protocol/names.js';
 import { LIMIT_FIELDS, MANUAL_LIMIT_COUNT } from '../../protocol/queue-limits.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { MAX_TIMER_MS } from '../sleeper.js';
-
-/** worker.rateLimit's argument: a whole number of ms above 0 that a timer can hold. */
-export function assertRateLimitMs(ms: unknown): asserts ms is number {
-  if (!Number.isInteger(ms) || (ms as number) <= 0 || (ms as number) > MAX_TIMER_MS) {
-    throw new EchoMQOptionError('expireTimeMs', `must be a whole number of ms from 1 to ${MAX_TIMER_MS}, got ${describe(ms)}`);
-  }
-}
 
 /**
  * Tells every worker of the queue to take no job for `ms`, in the two ways workers look:

@@ -1,6 +1,6 @@
 import type { Pickup } from '../../protocol/scripts.js';
 import type { FetchResult, JobSource } from './job-source.js';
-import { Sleeper } from '../sleeper.js';
+import { Sleeper } from '../core/sleeper.js';
 import type { WorkerLane } from './worker-lane.js';
 
 /**

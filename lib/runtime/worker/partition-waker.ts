@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis';
 import type { RedisClient } from '../../protocol/script.js';
-import { connectSubscriber, dropClient, type ConnectionInput } from '../connection.js';
+import { connectSubscriber, dropClient, type ConnectionInput } from '../core/connection.js';
 
 /**
  * How a worker of a partitioned queue learns that a partition has work: it listens on every

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../../protocol/script.js';
-import type { Sleeper } from '../sleeper.js';
+import type { Sleeper } from '../core/sleeper.js';
 
 /** How often a closing worker asks Redis whether it still answers: at most every 500 ms, and four times per bound. */
 const PROBE_MS = 500;

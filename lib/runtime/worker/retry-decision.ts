@@ -1,5 +1,5 @@
 import { describe } from '../../protocol/names.js';
-import { backoffDelay, type BackoffStrategy } from '../options.js';
+import { backoffDelay, type BackoffStrategy } from '../core/job-options.js';
 import type { Job } from '../queue/job.js';
 
 /**

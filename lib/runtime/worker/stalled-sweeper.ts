@@ -1,7 +1,7 @@
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
 import type { Scripts, SweepResult } from '../../protocol/scripts.js';
-import { Periodic } from '../periodic.js';
+import { Periodic } from '../core/periodic.js';
 
 export interface SweeperSettings {
   stalledInterval: number;

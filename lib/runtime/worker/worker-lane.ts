@@ -5,12 +5,13 @@ import { Scripts, type SweepResult } from '../../protocol/scripts.js';
 import { Fetcher } from './fetcher.js';
 import { FinishBatcher } from './finish-batcher.js';
 import type { JobContext } from '../queue/job.js';
-import { JobRunner, type ProcessorFunction, type RunnerEvents } from './job-runner.js';
+import { JobRunner, type RunnerEvents } from './job-runner.js';
+import { type ProcessorFunction } from '../queue/processor.js';
 import type { LockManager, WorkerLocks } from '../locks/lock-manager.js';
-import type { ResolvedWorkerOptions } from '../options.js';
+import type { ResolvedWorkerOptions } from '../core/worker-options.js';
 import type { RunSlots } from './run-slots.js';
 import { StalledSweeper } from './stalled-sweeper.js';
-import { publishWake } from '../wake-channel.js';
+import { publishWake } from '../core/wake-channel.js';
 import { SchedulerScripts } from '../../protocol/scheduler-scripts.js';
 import { JobControlScripts } from '../../protocol/job-control-scripts.js';
 import { SchedulerChain } from '../schedulers/scheduler-chain.js';
@@ -19,7 +20,7 @@ import { ParentNotices } from '../flows/parent-notices.js';
 import { FlowScripts } from '../../protocol/flow-scripts.js';
 import { FlowRecovery } from '../flows/flow-recovery.js';
 import { registerRunner, unregisterRunner } from '../flows/running-parents.js';
-import { AttemptSpans } from '../telemetry/attempt-spans.js';
+import { AttemptSpans } from './attempt-spans.js';
 
 /** What a lane needs from its worker. */
 export interface LaneOwner {

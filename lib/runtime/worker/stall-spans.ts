@@ -1,8 +1,8 @@
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
 import type { SweepResult } from '../../protocol/scripts.js';
-import { ATTRIBUTES, MESSAGING_SYSTEM, SPAN_EVENTS } from './attributes.js';
-import { SpanKind, type Telemetry } from './telemetry.js';
+import { ATTRIBUTES, MESSAGING_SYSTEM, SPAN_EVENTS } from '../telemetry/attributes.js';
+import { SpanKind, type Telemetry } from '../core/telemetry.js';
 
 /** The most stalled jobs one sweep traces: the rest of a mass stall (a dead worker at high concurrency) go untraced. */
 export const MAX_TRACED_STALLS = 100;

@@ -1,5 +1,5 @@
 import { Cluster, type Redis } from 'ioredis';
-import type { RedisClient } from '../protocol/script.js';
+import type { RedisClient } from '../../protocol/script.js';
 
 /**
  * Redis refused a write because it is out of memory (maxmemory reached under the noeviction

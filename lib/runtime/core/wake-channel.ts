@@ -1,5 +1,5 @@
-import type { Keys } from '../protocol/keys.js';
-import type { RedisClient } from '../protocol/script.js';
+import type { Keys } from '../../protocol/keys.js';
+import type { RedisClient } from '../../protocol/script.js';
 
 /**
  * Tells the workers of a partitioned queue that this partition may have work: SPUBLISH on its wake

@@ -1,13 +1,13 @@
 import { EchoMQError } from '../../protocol/errors.js';
-import { asError } from '../error-channel.js';
-import { JobCancelledError } from '../locks/job-cancelled-error.js';
+import { asError } from '../core/error-channel.js';
+import { JobCancelledError } from '../core/job-cancelled-error.js';
 import type { LockReleasedEvent } from '../locks/lock-events.js';
 import { LockLostError, type JobLock } from '../locks/worker-locks.js';
 import type { Job } from '../queue/job.js';
-import { JobTimeoutError } from '../worker/job-timeout-error.js';
-import { ATTRIBUTES, MESSAGING_SYSTEM, recordFailure, SPAN_EVENTS } from './attributes.js';
-import { runWithin } from './guarded-context.js';
-import { SpanKind, type Attributes, type ContextManager, type Span, type Telemetry } from './telemetry.js';
+import { JobTimeoutError } from '../core/job-timeout-error.js';
+import { ATTRIBUTES, MESSAGING_SYSTEM, recordFailure, SPAN_EVENTS } from '../telemetry/attributes.js';
+import { runWithin } from '../telemetry/guarded-context.js';
+import { SpanKind, type Attributes, type ContextManager, type Span, type Telemetry } from '../core/telemetry.js';
 
 /**
  * How an attempt ended: a lock release's reason, `error` (the runner could not finish it), or

@@ -1,6 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { EchoMQOptionError } from '../protocol/errors.js';
-import type { RedisClient } from '../protocol/script.js';
+import { EchoMQOptionError } from '../../protocol/errors.js';
+import type { RedisClient } from '../../protocol/script.js';
 
 /**
  * What every Queue, Worker and QueueEvents accepts as `connection`: an existing ioredis instance

@@ -1,0 +1,218 @@
+#!/usr/bin/env node
+// Checks lib/'s shape against docs/architecture.md: the floors import one way (a file imports its
+// own floor and the floors below it, never one above), no import circle, no file over 400 lines.
+// Every import counts, `import type` too: a type that points up is a dependency that points up.
+//
+//   npm run check:structure            prints what breaks a rule, exits 1 if anything new does
+//   npm run check:structure -- --list  also prints each floor's files and the files over 250 lines
+//
+// The re-cut of runtime/ (docs/architecture.md, "Where the re-cut stands") is under way: what still
+// breaks a rule today is listed in KNOWN below. That list may only shrink. A new break fails, and so
+// does a listed one that is gone (take it off the list, so the list stays true).
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const lib = join(root, 'lib');
+
+/**
+ * The floors, bottom first: a path prefix under lib/ each (docs/architecture.md says what each
+ * holds). A file belongs to the longest prefix that matches it. A file directly in runtime/, or a
+ * folder of runtime/ not named here, is on no floor, and that fails the check: give it one.
+ */
+export const FLOORS = [
+  'protocol/',
+  'runtime/core/',
+  'runtime/telemetry/',
+  'runtime/locks/',
+  'runtime/events/',
+  'runtime/flows/',
+  'runtime/schedulers/',
+  'runtime/queue/',
+  'runtime/sandbox/',
+  'runtime/worker/',
+  'nest/',
+  'integrations/',
+  'index.ts',
+  'internal.ts',
+];
+// Side by side, never importing each other: the integrations, and the two entries.
+const SIDE_BY_SIDE = [['integrations/', 'index.ts', 'internal.ts']];
+
+const MAX_LINES = 400;
+const WATCH_LINES = 250;
+
+// What breaks a rule today, while the re-cut goes on. Only ever shorter.
+export const KNOWN = {
+  upward: [
+    'runtime/core/job-options.ts -> runtime/queue/job.ts',
+    'runtime/flows/child-scan.ts -> runtime/queue/job.ts',
+    'runtime/flows/flow-producer.ts -> runtime/queue/job.ts',
+    'runtime/flows/flow-producer.ts -> runtime/queue/queue-part.ts',
+    'runtime/flows/flow-reader.ts -> runtime/queue/job.ts',
+    'runtime/flows/flow-removal.ts -> runtime/queue/job.ts',
+    'runtime/flows/step-jobs.ts -> runtime/queue/job.ts',
+    'runtime/schedulers/job-schedulers.ts -> runtime/queue/job.ts',
+    'runtime/schedulers/job-schedulers.ts -> runtime/queue/partition-order.ts',
+    'runtime/schedulers/job-schedulers.ts -> runtime/queue/queue-part.ts',
+  ],
+  circles: [
+    'runtime/core/job-options.ts runtime/core/queue-options.ts runtime/events/queue-events.ts runtime/flows/flow-removal.ts runtime/flows/flow-tree.ts runtime/flows/step-jobs.ts runtime/queue/job-control.ts runtime/queue/job.ts runtime/queue/wait-until-finished.ts',
+  ],
+  long: [
+    'protocol/scripts.ts',
+    'runtime/locks/worker-locks.ts',
+    'runtime/queue/queue.ts',
+    'runtime/worker/job-runner.ts',
+    'runtime/worker/worker.ts',
+  ],
+};
+
+/** Every .ts and .mjs file under `dir` (not .d.ts), as paths relative to lib/. */
+function sources(dir) {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sources(path);
+    return /\.(ts|mjs)$/.test(name) && !name.endsWith('.d.ts') ? [relative(lib, path)] : [];
+  });
+}
+
+// import ... from './x.js', export ... from './x.js', import './x.js', import('./x.js') in types.
+const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g;
+
+/** The relative imports of `file`, as paths relative to lib/ (./x.js names ./x.ts or ./x.mjs). */
+function importsOf(file, files) {
+  const text = readFileSync(join(lib, file), 'utf8');
+  const found = new Set();
+  for (const [, specifier] of text.matchAll(SPECIFIER)) {
+    const target = normalize(join(dirname(file), specifier));
+    const candidates = [target.replace(/\.js$/, '.ts'), target];
+    const hit = candidates.find((candidate) => files.has(candidate));
+    if (hit) found.add(hit);
+  }
+  return [...found];
+}
+
+/** The index in FLOORS of the longest prefix that `file` starts with (-1: none). */
+export function floorOf(file) {
+  let best = -1;
+  FLOORS.forEach((prefix, index) => {
+    const matches = prefix.endsWith('/') ? file.startsWith(prefix) : file === prefix;
+    if (matches && (best === -1 || prefix.length > FLOORS[best].length)) best = index;
+  });
+  return best;
+}
+
+/** The folders of runtime/ that FLOORS does not name: their files would fall into runtime/'s floor. */
+function unlistedRuntimeFolders() {
+  return readdirSync(join(lib, 'runtime'))
+    .filter((name) => statSync(join(lib, 'runtime', name)).isDirectory() && !FLOORS.includes(`runtime/${name}/`));
+}
+
+/** The import circles: each strongly connected group of more than one file (Tarjan). */
+function circles(graph) {
+  let index = 0;
+  const stack = [];
+  const state = new Map();
+  const groups = [];
+  const visit = (file) => {
+    const entry = { index, low: index, onStack: true };
+    state.set(file, entry);
+    index += 1;
+    stack.push(file);
+    for (const next of graph.get(file)) {
+      if (!state.has(next)) {
+        visit(next);
+        entry.low = Math.min(entry.low, state.get(next).low);
+      } else if (state.get(next).onStack) {
+        entry.low = Math.min(entry.low, state.get(next).index);
+      }
+    }
+    if (entry.low === entry.index) {
+      const group = [];
+      let member;
+      do {
+        member = stack.pop();
+        state.get(member).onStack = false;
+        group.push(member);
+      } while (member !== file);
+      if (group.length > 1) groups.push(group.sort());
+    }
+  };
+  for (const file of graph.keys()) if (!state.has(file)) visit(file);
+  return groups;
+}
+
+export function checkStructure() {
+  const files = new Set(sources(lib));
+  const graph = new Map([...files].map((file) => [file, importsOf(file, files)]));
+  const sideBySide = (a, b) => SIDE_BY_SIDE.some((group) => {
+    const at = (file) => group.findIndex((prefix) => (prefix.endsWith('/') ? file.startsWith(prefix) : file === prefix));
+    const ia = at(a);
+    const ib = at(b);
+    return ia !== -1 && ib !== -1 && FLOORS[floorOf(a)] !== FLOORS[floorOf(b)];
+  });
+  const upward = [];
+  for (const [file, imports] of graph) {
+    for (const target of imports) {
+      const from = floorOf(file);
+      const to = floorOf(target);
+      if (to > from || (to !== from && sideBySide(file, target))) upward.push(`${file} -> ${target}`);
+    }
+  }
+  for (const file of files) if (floorOf(file) === -1) upward.push(`${file} is on no floor (FLOORS)`);
+  for (const folder of unlistedRuntimeFolders()) upward.push(`runtime/${folder}/ is on no floor (FLOORS)`);
+  const lineCount = (text) => text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+  const lines = [...files].map((file) => [file, lineCount(readFileSync(join(lib, file), 'utf8'))]);
+  return {
+    files,
+    graph,
+    upward: upward.sort(),
+    circles: circles(graph).map((group) => group.join(' ')).sort(),
+    long: lines.filter(([, count]) => count > MAX_LINES).map(([file, count]) => `${file} (${count} lines)`).sort(),
+    watched: lines.filter(([, count]) => count > WATCH_LINES && count <= MAX_LINES).map(([file, count]) => `${file} (${count} lines)`).sort(),
+  };
+}
+
+/** What is new against KNOWN, and what KNOWN lists that is gone, per rule. */
+export function againstKnown(found) {
+  const report = {};
+  for (const rule of ['upward', 'circles', 'long']) {
+    const known = KNOWN[rule];
+    const strip = (entry) => entry.replace(/ \(\d+ lines\)$/, '');
+    report[rule] = {
+      added: found[rule].filter((entry) => !known.includes(strip(entry))),
+      gone: known.filter((entry) => !found[rule].some((item) => strip(item) === entry)),
+    };
+  }
+  return report;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv.includes('--known')) {
+  // Prints KNOWN as the code finds it today, to paste above once a step of the re-cut has landed.
+  const found = checkStructure();
+  const strip = (entry) => entry.replace(/ \(\d+ lines\)$/, '');
+  const list = (entries) => entries.map((entry) => `    '${strip(entry)}',\n`).join('');
+  console.log(`export const KNOWN = {\n  upward: [\n${list(found.upward)}  ],\n  circles: [\n${list(found.circles)}  ],\n  long: [\n${list(found.long)}  ],\n};`);
+} else if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const found = checkStructure();
+  const report = againstKnown(found);
+  const titles = { upward: 'imports that go up a floor', circles: 'import circles', long: `files over ${MAX_LINES} lines` };
+  let failed = false;
+  for (const [rule, { added, gone }] of Object.entries(report)) {
+    console.log(`${titles[rule]}: ${found[rule].length} (${KNOWN[rule].length} known)`);
+    for (const entry of added) console.log(`  new: ${entry}`);
+    for (const entry of gone) console.log(`  gone, take it off KNOWN.${rule}: ${entry}`);
+    if (added.length > 0 || gone.length > 0) failed = true;
+  }
+  console.log(`files over ${WATCH_LINES} lines (at most a handful): ${found.watched.length}`);
+  if (process.argv.includes('--list')) {
+    for (const entry of found.watched) console.log(`  ${entry}`);
+    FLOORS.forEach((prefix, index) => {
+      const members = [...found.files].filter((file) => floorOf(file) === index).sort();
+      console.log(`floor ${index} ${prefix}: ${members.length} files`);
+    });
+  }
+  process.exitCode = failed ? 1 : 0;
+}
