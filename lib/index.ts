@@ -18,11 +18,12 @@ export type { Metrics, MetricsType } from './protocol/metrics.js';
 export { Queue, type JobCounts } from './runtime/queue/queue.js';
 export { CloseTimeoutError } from './runtime/core/close-timeout-error.js';
 export { Worker, type WorkerConstructorOptions, type WorkerEvents, type WorkerState } from './runtime/worker/worker.js';
-export { Job, CorruptJobError, JobNotFoundError } from './runtime/queue/job.js';
-export type { JobStateName, JobStateOrUnknown } from './runtime/queue/job-state.js';
+export { Job } from './runtime/job/job.js';
+export { CorruptJobError, JobNotFoundError } from './runtime/job/job-errors.js';
+export type { JobStateName, JobStateOrUnknown } from './runtime/job/job-state.js';
 export type { ProcessorContext, ProcessorFunction } from './runtime/queue/processor.js';
 export type { SandboxedContext, SandboxedJob, SandboxedProcessor } from './runtime/sandbox/sandboxed-job.js';
-export type { WorkerThreadsOptions } from './runtime/core/worker-options.js';
+export type { WorkerThreadsOptions } from './runtime/sandbox/sandbox-options.js';
 export {
   QueueEvents,
   type QueueEvent,
@@ -45,8 +46,9 @@ export {
   type LockRenewalFailedEvent,
   type LockRenewedEvent,
 } from './runtime/locks/lock-events.js';
-export type { BackoffOptions, BackoffStrategy, DeduplicationOptions, JobOptions, KeepJobs } from './runtime/core/job-options.js';
-export type { MetricsOptions, ResolvedWorkerOptions, WorkerOptions, WorkerSettings } from './runtime/core/worker-options.js';
+export type { BackoffOptions, DeduplicationOptions, JobOptions, KeepJobs } from './runtime/core/job-options.js';
+export type { BackoffStrategy } from './runtime/worker/worker-options.js';
+export type { MetricsOptions, ResolvedWorkerOptions, WorkerOptions, WorkerSettings } from './runtime/worker/worker-options.js';
 export type { QueueEventsOptions, QueueOptions, ResolvedQueueOptions } from './runtime/core/queue-options.js';
 export type { ConnectionInput } from './runtime/core/connection.js';
 export { RedisFullError, RedisVersionError } from './runtime/core/redis-health.js';
@@ -55,19 +57,19 @@ export { RateLimitError } from './runtime/core/rate-limit-error.js';
 export type { WorkerInfo } from './protocol/queue-limits.js';
 export { DelayedError } from './runtime/core/delayed-error.js';
 export { WaitingChildrenError } from './runtime/core/waiting-children-error.js';
-export type { WaitingChildrenOptions } from './runtime/flows/step-jobs.js';
+export type { WaitingChildrenOptions } from './runtime/job/job-context.js';
 export type { ParentOptions } from './runtime/core/job-options.js';
-export type { RemoveOptions } from './runtime/flows/flow-removal.js';
+export type { RemoveOptions } from './runtime/job/job-context.js';
 export { JobTimeoutError } from './runtime/core/job-timeout-error.js';
 export { JobCancelledError } from './runtime/core/job-cancelled-error.js';
-export type { PriorityChange } from './runtime/queue/job-control.js';
+export type { PriorityChange } from './runtime/job/job-control.js';
 export type { JobLogs, PromoteJobsOptions, RetryJobsOptions } from './runtime/queue/queue-job-control.js';
 export type { JobSchedulerJson } from './runtime/schedulers/job-schedulers.js';
 export { FlowProducer, type FlowProducerOptions, type JobNode } from './runtime/flows/flow-producer.js';
 export type { FlowJob, FlowJobOptions } from './runtime/flows/flow-tree.js';
 export type { ParentFailureOptions } from './runtime/core/job-options.js';
 export type { FlowTreeNode, GetFlowOptions } from './runtime/flows/flow-reader.js';
-export type { Dependencies, DependenciesCount } from './runtime/flows/dependencies.js';
+export type { Dependencies, DependenciesCount } from './runtime/job/dependencies.js';
 export type { RepeatOptions } from './runtime/schedulers/repeat-options.js';
 // Tracing: the interface a `telemetry` option takes (EchoMQOtel, from @echomq/nestjs/otel, implements it).
 export {

@@ -39,11 +39,13 @@ export {
 
 // The runtime's parts and helpers.
 export { DEFAULTS } from './runtime/core/defaults.js';
-export { assertRenewBelowLock, resolveWorkerOptions } from './runtime/core/worker-options.js';
+export { resolveWorkerOptions } from './runtime/worker/worker-options.js';
+export { assertRenewBelowLock } from './runtime/core/option-numbers.js';
 export { backoffDelay, keepRule, validateJobOptions } from './runtime/core/job-options.js';
 export { resolveQueueEventsOptions, resolveQueueOptions, type ResolvedQueueEventsOptions } from './runtime/core/queue-options.js';
-export { JOB_STATES, getJobState, parseJobState, parseJobStates } from './runtime/queue/job-state.js';
-export { canNameJob, type JobContext } from './runtime/queue/job.js';
+export { JOB_STATES, getJobState, parseJobState, parseJobStates } from './runtime/job/job-state.js';
+export { canNameJob } from './runtime/job/job.js';
+export { type JobContext } from './runtime/job/job-context.js';
 export { JobRunner, type ActiveJob, type RunnerEvents } from './runtime/worker/job-runner.js';
 // A worker's sandboxes (tests count them), and the execArgv a child sandbox gets.
 export { sandboxPoolOf } from './runtime/worker/worker.js';
@@ -52,7 +54,7 @@ export { childExecArgv } from './runtime/sandbox/sandbox-channel.js';
 export { RENEWAL_CHUNK, WorkerLocks, validateHolder, type JobLock, type LockHolder } from './runtime/locks/lock-manager.js';
 export { closeClient, connect, connectBlocking, dropClient, isClient, type OwnedClient } from './runtime/core/connection.js';
 export { MIN_REDIS_VERSION, evictionPolicyWarning, explainRedisError, redisVersionError } from './runtime/core/redis-health.js';
-export { FINISH_EVENT_SCAN } from './runtime/queue/wait-until-finished.js';
+export { FINISH_EVENT_SCAN } from './runtime/job/wait-until-finished.js';
 export { firstSlots, slotAfter, slotsAfter } from './runtime/schedulers/next-slot.js';
 export { parseRepeatOptions, scheduleJson, type Schedule } from './runtime/schedulers/repeat-options.js';
 export { REPAIR_BATCH, REPAIR_GRACE_MS, SchedulerChain } from './runtime/schedulers/scheduler-chain.js';

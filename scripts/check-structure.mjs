@@ -27,6 +27,7 @@ export const FLOORS = [
   'runtime/telemetry/',
   'runtime/locks/',
   'runtime/events/',
+  'runtime/job/',
   'runtime/flows/',
   'runtime/schedulers/',
   'runtime/queue/',
@@ -45,21 +46,8 @@ const WATCH_LINES = 250;
 
 // What breaks a rule today, while the re-cut goes on. Only ever shorter.
 export const KNOWN = {
-  upward: [
-    'runtime/core/job-options.ts -> runtime/queue/job.ts',
-    'runtime/flows/child-scan.ts -> runtime/queue/job.ts',
-    'runtime/flows/flow-producer.ts -> runtime/queue/job.ts',
-    'runtime/flows/flow-producer.ts -> runtime/queue/queue-part.ts',
-    'runtime/flows/flow-reader.ts -> runtime/queue/job.ts',
-    'runtime/flows/flow-removal.ts -> runtime/queue/job.ts',
-    'runtime/flows/step-jobs.ts -> runtime/queue/job.ts',
-    'runtime/schedulers/job-schedulers.ts -> runtime/queue/job.ts',
-    'runtime/schedulers/job-schedulers.ts -> runtime/queue/partition-order.ts',
-    'runtime/schedulers/job-schedulers.ts -> runtime/queue/queue-part.ts',
-  ],
-  circles: [
-    'runtime/core/job-options.ts runtime/core/queue-options.ts runtime/events/queue-events.ts runtime/flows/flow-removal.ts runtime/flows/flow-tree.ts runtime/flows/step-jobs.ts runtime/queue/job-control.ts runtime/queue/job.ts runtime/queue/wait-until-finished.ts',
-  ],
+  upward: [],
+  circles: [],
   long: [
     'protocol/scripts.ts',
     'runtime/locks/worker-locks.ts',
@@ -193,8 +181,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv.includes(
   // Prints KNOWN as the code finds it today, to paste above once a step of the re-cut has landed.
   const found = checkStructure();
   const strip = (entry) => entry.replace(/ \(\d+ lines\)$/, '');
-  const list = (entries) => entries.map((entry) => `    '${strip(entry)}',\n`).join('');
-  console.log(`export const KNOWN = {\n  upward: [\n${list(found.upward)}  ],\n  circles: [\n${list(found.circles)}  ],\n  long: [\n${list(found.long)}  ],\n};`);
+  const list = (entries) => (entries.length === 0 ? '[]' : `[\n${entries.map((entry) => `    '${strip(entry)}',\n`).join('')}  ]`);
+  console.log(`export const KNOWN = {\n  upward: ${list(found.upward)},\n  circles: ${list(found.circles)},\n  long: ${list(found.long)},\n};`);
 } else if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const found = checkStructure();
   const report = againstKnown(found);

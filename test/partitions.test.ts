@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { EchoMQOptionError, LockManager, Queue, Worker } from '../lib/index.js';
 import { partitionOf } from '../lib/protocol/partitions.js';
-import { orderAcrossPartitions, sliceLikeRange } from '../lib/runtime/queue/partition-order.js';
+import { orderAcrossPartitions, sliceLikeRange } from '../lib/runtime/job/partition-order.js';
 import { eventually, masters, newClient, sleep, testConnection, uniqueQueueName } from './support/redis.js';
 
 const closers: Array<() => Promise<unknown>> = [];

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ContextIdFactory, ModuleRef } from '@nestjs/core';
-import { Job } from '../runtime/queue/job.js';
+import { Job } from '../runtime/job/job.js';
 import type { ProcessorContext, ProcessorFunction } from '../runtime/queue/processor.js';
 import { UnrecoverableError } from '../runtime/core/unrecoverable-error.js';
 import type { Worker } from '../runtime/worker/worker.js';

@@ -1,5 +1,5 @@
 import type { JobRetryStatus, JobState as BoardJobState, QueueJob, QueueJobJson } from '@bull-board/api/typings/app';
-import type { Job } from '../../runtime/queue/job.js';
+import type { Job } from '../../runtime/job/job.js';
 import { statusOfState } from './statuses.js';
 
 /**

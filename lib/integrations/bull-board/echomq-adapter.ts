@@ -8,7 +8,7 @@ import { EchoMQOptionError } from '../../protocol/errors.js';
 import type { JobState } from '../../protocol/keys.js';
 import { schedulerJobId } from '../../protocol/scheduler-ids.js';
 import type { JobOptions } from '../../runtime/core/job-options.js';
-import type { Job } from '../../runtime/queue/job.js';
+import type { Job } from '../../runtime/job/job.js';
 import type { Queue } from '../../runtime/queue/queue.js';
 import type { JobSchedulerJson } from '../../runtime/schedulers/job-schedulers.js';
 import { BoardJob } from './board-job.js';

@@ -1,5 +1,5 @@
 import type { JobState } from '../../protocol/keys.js';
-import type { JobStateOrUnknown } from '../../runtime/queue/job-state.js';
+import type { JobStateOrUnknown } from '../../runtime/job/job-state.js';
 
 /** bull-board's status names (its STATUSES, less `latest`): BullMQ's, where our `wait` is `waiting`. */
 export type BoardStatus = 'active' | 'waiting' | 'waiting-children' | 'prioritized' | 'completed' | 'failed' | 'delayed' | 'paused';

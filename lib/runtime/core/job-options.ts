@@ -1,7 +1,6 @@
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import { assertCustomJobId, assertDeduplicationId, describe } from '../../protocol/names.js';
 import { assertPartitionKey } from '../../protocol/partitions.js';
-import type { Job } from '../queue/job.js';
 import { DEFAULTS } from './defaults.js';
 import { nonNegativeInt, positiveInt, timeoutOf } from './option-numbers.js';
 import { validateJobTelemetry, type JobTelemetryOptions } from './telemetry.js';
@@ -44,14 +43,6 @@ export type BackoffOptions =
        */
       jitter?: number;
     };
-
-/**
- * A worker's custom backoff: called when a job with attempts left fails and its backoff type is
- * neither 'fixed' nor 'exponential'. `attemptsMade` counts the failed attempt (1 after the first).
- * Answers the ms to wait before the retry, 0 to retry at once, or -1 to fail the job for good now;
- * it may answer with a promise.
- */
-export type BackoffStrategy = (attemptsMade: number, type: string, error: Error, job: Job) => number | Promise<number>;
 
 /** Keep finished jobs: true removes at once, a number keeps the newest N, `{ age, count }` by age (seconds) and count. */
 export type KeepJobs = boolean | number | { age?: number; count?: number };

@@ -45,3 +45,10 @@ export function assertRateLimitMs(ms: unknown): asserts ms is number {
     throw new EchoMQOptionError('expireTimeMs', `must be a whole number of ms from 1 to ${MAX_TIMER_MS}, got ${describe(ms)}`);
   }
 }
+
+/** PROTOCOL.md's rule: a heartbeat at or over the lock's TTL lets every lock lapse. */
+export function assertRenewBelowLock(lockDuration: number, lockRenewTime: number): void {
+  if (lockRenewTime >= lockDuration) {
+    throw new EchoMQOptionError('lockRenewTime', `is ${lockRenewTime} ms but must be below lockDuration (${lockDuration} ms), or every lock lapses before its renewal`);
+  }
+}

@@ -1,7 +1,7 @@
 import type { ChainableCommander } from 'ioredis';
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { canNameJob } from '../queue/job.js';
+import { canNameJob } from '../job/job.js';
 import { withinMs } from '../core/within-ms.js';
 import { redisAtLeast } from '../core/redis-health.js';
 import { parseJobKey } from './parent-notices.js';

@@ -5,9 +5,10 @@ import { assertPrefix, describe } from '../../protocol/names.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { closeClient, connect, type ConnectionInput } from '../core/connection.js';
 import { DEFAULTS } from '../core/defaults.js';
-import { Job } from '../queue/job.js';
-import { QueuePart } from '../queue/queue-part.js';
+import { Job } from '../job/job.js';
+import { QueuePart } from '../job/queue-part.js';
 import { explainRedisError } from '../core/redis-health.js';
+import { FLOW_OPERATIONS } from './flow-operations.js';
 import { checkGetFlowOptions, readFlow, type FlowTreeNode, type GetFlowOptions } from './flow-reader.js';
 import { levelsOf, planFlow, type FlowJob, type FlowNode } from './flow-tree.js';
 import { ParentNotices } from './parent-notices.js';
@@ -232,7 +233,9 @@ export class FlowProducer {
     const base = new Keys(queueName, prefix).base;
     let part = this.parts.get(base) as (QueuePart & { flows: FlowScripts }) | undefined;
     if (!part) {
-      part = Object.assign(new QueuePart(this.client, queueName, 0, 1, prefix, this.maxEvents, this.maxDataSize),
+      part = Object.assign(new QueuePart({
+        client: this.client, name: queueName, index: 0, partitions: 1, prefix, maxEvents: this.maxEvents, maxDataSize: this.maxDataSize, flowOperations: FLOW_OPERATIONS,
+      }),
         { flows: new FlowScripts(this.client, new Keys(queueName, prefix), this.maxEvents) });
       this.parts.set(base, part);
     }

@@ -5,15 +5,9 @@ import { describe } from '../../protocol/names.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { Scripts } from '../../protocol/scripts.js';
 import { DEFAULTS } from '../core/defaults.js';
-import type { JobContext } from '../queue/job.js';
+import type { JobContext, RemoveOptions } from '../job/job-context.js';
 import { parseNotice } from './notice.js';
 import { parseJobKey } from './parent-notices.js';
-
-/** What job.remove and queue.remove take (BullMQ's shape). */
-export interface RemoveOptions {
-  /** Remove a parent's unsettled children too (in their queues). Default true. */
-  removeChildren?: boolean;
-}
 
 /** Children removed at once: one removeJob-14 call each, this many in flight. */
 const CHILD_BATCH = 100;

@@ -3,18 +3,12 @@ import { EchoMQError, EchoMQOptionError } from '../../protocol/errors.js';
 import { FlowScripts, type FlowJobRecord } from '../../protocol/flow-scripts.js';
 import { Keys } from '../../protocol/keys.js';
 import { describe } from '../../protocol/names.js';
-import type { Job, JobContext } from '../queue/job.js';
-import { canNameJob } from '../queue/job.js';
+import type { JobContext, JobRun, WaitingChildrenOptions } from '../job/job-context.js';
+import { canNameJob } from '../job/job.js';
 import { MAX_CHILDREN } from './flow-tree.js';
 import { ParentNotices, parseJobKey } from './parent-notices.js';
 import { UnrecoverableError } from '../core/unrecoverable-error.js';
 import { markRunningParent } from './running-parents.js';
-
-/** What job.moveToWaitingChildren takes (BullMQ's shape). */
-export interface WaitingChildrenOptions {
-  /** Wait only while this child (its id and its queue's `P:{Q}` key) has not settled. */
-  child?: { id: string; queue: string };
-}
 
 /** A parent option checked: its queue's Keys and its id. */
 export interface CheckedParent {
@@ -84,7 +78,7 @@ export async function addChild(child: ChildAdd, parent: CheckedParent, parentFlo
 }
 
 /** job.moveToWaitingChildren: see Job. */
-export async function moveJobToWaitingChildren(job: Job<any, any>, context: JobContext, token: unknown, opts: WaitingChildrenOptions): Promise<boolean> {
+export async function moveJobToWaitingChildren(job: JobRun, context: JobContext, token: unknown, opts: WaitingChildrenOptions): Promise<boolean> {
   if (typeof token !== 'string' || token.length === 0) {
     throw new EchoMQOptionError('token', `must be the lock token the handler was given ({ token } of its second argument), got ${describe(token)}`);
   }
@@ -126,7 +120,7 @@ export async function moveJobToWaitingChildren(job: Job<any, any>, context: JobC
  * the first had released the lock): it landed if the job waits for its children and no pickup
  * came since (`ats` unchanged).
  */
-async function landedEarlier(job: Job<any, any>, context: JobContext): Promise<boolean> {
+async function landedEarlier(job: JobRun, context: JobContext): Promise<boolean> {
   try {
     const [score, ats] = await Promise.all([context.client.zscore(context.keys.waitingChildren, job.id), context.client.hget(context.keys.job(job.id), 'ats')]);
     return score !== null && Number(ats ?? 0) === job.attemptsStarted;

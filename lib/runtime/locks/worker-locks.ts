@@ -9,7 +9,7 @@ import type {
   LockRenewalFailedEvent, LockRenewedEvent,
 } from './lock-events.js';
 import { JobCancelledError } from '../core/job-cancelled-error.js';
-import { assertRenewBelowLock } from '../core/worker-options.js';
+import { assertRenewBelowLock } from '../core/option-numbers.js';
 import { withinMs } from '../core/within-ms.js';
 import type { HeartbeatTimer, SharedHeartbeat } from './heartbeat-timer.js';
 import type { RenewalLease } from './renewal-connections.js';

@@ -1,7 +1,7 @@
 import type { JobState } from '../../protocol/keys.js';
-import type { Job } from './job.js';
-import { orderAcrossPartitions, sliceLikeRange } from './partition-order.js';
-import type { QueuePart } from './queue-part.js';
+import type { Job } from '../job/job.js';
+import { orderAcrossPartitions, sliceLikeRange } from '../job/partition-order.js';
+import type { QueuePart } from '../job/queue-part.js';
 
 /**
  * getJobs' read: the jobs of each state, ranks `start` to `end`, each state in the direction asked

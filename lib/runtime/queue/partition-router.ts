@@ -9,7 +9,7 @@
 import { partitionOf, partitionOfAutoId, routingKeyOf } from '../../protocol/partitions.js';
 import { parseSchedulerJobId } from '../../protocol/scheduler-ids.js';
 import type { JobOptions } from '../core/job-options.js';
-import type { QueuePart } from './queue-part.js';
+import type { QueuePart } from '../job/queue-part.js';
 
 export class PartitionRouter {
   /** The partition the next job without a routing key goes to. */

@@ -1,4 +1,4 @@
-import type { Job } from './job.js';
+import type { Job } from '../job/job.js';
 
 // The processor's contract: what a handler of a queue's jobs is given and answers, in process
 // (worker/job-runner.ts) or in a sandbox (sandbox/).

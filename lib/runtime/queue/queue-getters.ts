@@ -1,6 +1,6 @@
-import type { Job } from './job.js';
+import type { Job } from '../job/job.js';
 import type { JobState } from '../../protocol/keys.js';
-import { JOB_STATES, parseJobStates, type JobStateName } from './job-state.js';
+import { JOB_STATES, parseJobStates, type JobStateName } from '../job/job-state.js';
 
 /**
  * BullMQ's per-state shortcuts over a queue's two readers, getJobCounts and getJobs: the names

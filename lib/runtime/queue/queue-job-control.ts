@@ -5,8 +5,8 @@ import { describe } from '../../protocol/names.js';
 import { assertCancelReason } from '../core/job-cancelled-error.js';
 import { DEFAULTS } from '../core/defaults.js';
 import { keepRule, type JobOptions } from '../core/job-options.js';
-import { canNameJob } from './job.js';
-import type { QueuePart } from './queue-part.js';
+import { canNameJob } from '../job/job.js';
+import type { QueuePart } from '../job/queue-part.js';
 
 /** What queue.retryJobs takes (BullMQ's shape). */
 export interface RetryJobsOptions {

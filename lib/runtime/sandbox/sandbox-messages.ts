@@ -1,4 +1,4 @@
-import type { Job } from '../queue/job.js';
+import type { Job } from '../job/job.js';
 import { DelayedError } from '../core/delayed-error.js';
 import { RateLimitError } from '../core/rate-limit-error.js';
 import { UnrecoverableError } from '../core/unrecoverable-error.js';

@@ -1,4 +1,3 @@
-import type { WorkerThreadsOptions } from '../core/worker-options.js';
 import { statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -19,6 +18,21 @@ export interface SandboxSpec {
   /** ms a sandbox may go on after its job's signal aborted before it is killed. */
   graceMs: number;
   /** A thread's heap and stack limits (threads only); Node's defaults when absent. */
+  resourceLimits?: ResourceLimits;
+}
+
+/**
+ * What a worker thread sandbox is started with, beyond what the host needs: BullMQ's option name,
+ * narrowed to `resourceLimits`. The rest of Node's thread options (workerData, transferList,
+ * stdio, eval) would break the host's own channel, so they are not taken.
+ */
+export interface WorkerThreadsOptions {
+  /**
+   * The heap and stack limits of each thread (Node's `resourceLimits`). A thread that reaches its
+   * heap limit is ended by Node and its job fails with "ran out of memory"; the process lives on.
+   * Without it a thread's heap may grow to the process's limit. A `--max-old-space-size` of the
+   * process overrides `maxOldGenerationSizeMb`.
+   */
   resourceLimits?: ResourceLimits;
 }
 

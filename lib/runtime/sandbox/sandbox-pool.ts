@@ -1,5 +1,5 @@
 import { AsyncResource } from 'node:async_hooks';
-import type { Job } from '../queue/job.js';
+import type { Job } from '../job/job.js';
 import type { ProcessorContext, ProcessorFunction } from '../queue/processor.js';
 import { Sandbox, type SandboxOwner } from './sandbox.js';
 import { sandboxSpec, type SandboxOptionsInput, type SandboxSpec } from './sandbox-options.js';

@@ -1,4 +1,4 @@
-import type { Job } from '../queue/job.js';
+import type { Job } from '../job/job.js';
 import type { ProcessorContext } from '../queue/processor.js';
 import { openChannel, type SandboxChannel } from './sandbox-channel.js';
 import { assertRateLimitMs } from '../core/option-numbers.js';

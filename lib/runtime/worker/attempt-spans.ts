@@ -3,7 +3,7 @@ import { asError } from '../core/error-channel.js';
 import { JobCancelledError } from '../core/job-cancelled-error.js';
 import type { LockReleasedEvent } from '../locks/lock-events.js';
 import { LockLostError, type JobLock } from '../locks/worker-locks.js';
-import type { Job } from '../queue/job.js';
+import type { Job } from '../job/job.js';
 import { JobTimeoutError } from '../core/job-timeout-error.js';
 import { ATTRIBUTES, MESSAGING_SYSTEM, recordFailure, SPAN_EVENTS } from '../telemetry/attributes.js';
 import { runWithin } from '../telemetry/guarded-context.js';

@@ -1,5 +1,6 @@
 import { EchoMQError } from '../../protocol/errors.js';
-import type { Job, JobContext } from '../queue/job.js';
+import type { Job } from '../job/job.js';
+import type { JobContext } from '../job/job-context.js';
 import { LockLostError, type JobLock, type WorkerLocks } from '../locks/worker-locks.js';
 
 const FINISH_RETRY_MS = [100, 200, 500, 1000, 2000];

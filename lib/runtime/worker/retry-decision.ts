@@ -1,6 +1,7 @@
 import { describe } from '../../protocol/names.js';
-import { backoffDelay, type BackoffStrategy } from '../core/job-options.js';
-import type { Job } from '../queue/job.js';
+import { backoffDelay } from '../core/job-options.js';
+import { type BackoffStrategy } from './worker-options.js';
+import type { Job } from '../job/job.js';
 
 /**
  * What becomes of a failed attempt that had attempts left: a retry after `delay` ms (0: at once),

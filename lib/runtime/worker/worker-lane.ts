@@ -4,11 +4,13 @@ import type { RedisClient } from '../../protocol/script.js';
 import { Scripts, type SweepResult } from '../../protocol/scripts.js';
 import { Fetcher } from './fetcher.js';
 import { FinishBatcher } from './finish-batcher.js';
-import type { JobContext } from '../queue/job.js';
+import type { JobContext } from '../job/job-context.js';
+import type { Job } from '../job/job.js';
+import { FLOW_OPERATIONS } from '../flows/flow-operations.js';
 import { JobRunner, type RunnerEvents } from './job-runner.js';
 import { type ProcessorFunction } from '../queue/processor.js';
 import type { LockManager, WorkerLocks } from '../locks/lock-manager.js';
-import type { ResolvedWorkerOptions } from '../core/worker-options.js';
+import type { ResolvedWorkerOptions } from './worker-options.js';
 import type { RunSlots } from './run-slots.js';
 import { StalledSweeper } from './stalled-sweeper.js';
 import { publishWake } from '../core/wake-channel.js';
@@ -38,7 +40,7 @@ export interface LaneOwner {
   /** The processor runs a file in sandboxes (threads or processes), not a function in this process. */
   sandboxed: boolean;
   runnerEvents: RunnerEvents;
-  onProgress: JobContext['onProgress'];
+  onProgress: JobContext<Job>['onProgress'];
   onSwept(lane: WorkerLane, result: SweepResult): void;
   onSweepError(error: Error): void;
   running(): number;
@@ -100,7 +102,10 @@ export class WorkerLane {
       () => Promise.all([this.schedulers.repair(), this.notices.sweep(), this.flowRecovery.sweep()]));
     const control = new JobControlScripts(client, this.keys, options.maxEvents);
     const flows = new FlowScripts(client, this.keys, options.maxEvents);
-    const context: JobContext = { queueName: owner.queueName, keys: this.keys, scripts: this.scripts, control, flows, maxEvents: options.maxEvents, client, wake, onProgress: owner.onProgress };
+    const context: JobContext<Job> = {
+      queueName: owner.queueName, keys: this.keys, scripts: this.scripts, control, flows, maxEvents: options.maxEvents, client, wake, onProgress: owner.onProgress,
+      flowOperations: FLOW_OPERATIONS,
+    };
     this.finisher = new FinishBatcher(this.scripts, lockDuration, owner.limits, owner.holds, owner.running);
     const spans = options.telemetry && new AttemptSpans(options.telemetry, {
       queueName: owner.queueName, partition: partitions === 1 ? undefined : index, workerId: owner.workerId, workerName: options.name,

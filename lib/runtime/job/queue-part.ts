@@ -7,10 +7,26 @@ import { SchedulerScripts } from '../../protocol/scheduler-scripts.js';
 import { ADD_BATCH, Scripts, type AddedJob, type NewJob } from '../../protocol/scripts.js';
 import { CallBatcher } from '../core/call-batcher.js';
 import { publishWake } from '../core/wake-channel.js';
-import type { JobContext } from './job.js';
+import type { FlowOperations, JobContext } from './job-context.js';
 
 /** States whose keys are lists (LRANGE, LLEN); the others are sorted sets. */
 export const LIST_STATES = new Set<JobState>(['wait', 'paused', 'active']);
+
+/** What a QueuePart is made of: the queue's connection and names, and the flow operations its jobs reach. */
+export interface QueuePartOptions {
+  client: RedisClient;
+  /** The queue's name (a partition adds `#<index>` to it). */
+  name: string;
+  /** This part's partition, 0 for a plain queue. */
+  index: number;
+  /** The queue's partition count (1: not partitioned). */
+  partitions: number;
+  prefix: string;
+  maxEvents: number;
+  maxDataSize?: number;
+  /** flows/'s FLOW_OPERATIONS: the part's jobs reach flows/ through it (job/job-context.ts). */
+  flowOperations: FlowOperations;
+}
 
 /**
  * One hash tag of a queue: the whole queue when it has one partition, else partition `index` of
@@ -31,22 +47,21 @@ export class QueuePart {
    */
   readonly adds: CallBatcher<NewJob, AddedJob>;
 
-  constructor(
-    readonly client: RedisClient,
-    name: string,
-    readonly index: number,
-    private readonly partitions: number,
-    prefix: string,
-    maxEvents: number,
-    maxDataSize?: number,
-  ) {
+  readonly client: RedisClient;
+  readonly index: number;
+  private readonly partitions: number;
+
+  constructor({ client, name, index, partitions, prefix, maxEvents, maxDataSize, flowOperations }: QueuePartOptions) {
+    this.client = client;
+    this.index = index;
+    this.partitions = partitions;
     this.keys = new Keys(partitionQueueName(name, index, partitions), prefix);
     this.scripts = new Scripts(client, this.keys, maxEvents, autoIdPrefix(index, partitions));
     this.schedulerScripts = new SchedulerScripts(client, this.keys, maxEvents);
     this.control = new JobControlScripts(client, this.keys, maxEvents);
     const wake = partitions === 1 ? undefined : () => this.wake();
     this.flows = new FlowScripts(client, this.keys, maxEvents);
-    this.context = { queueName: name, keys: this.keys, scripts: this.scripts, control: this.control, flows: this.flows, maxEvents, client, maxDataSize, wake };
+    this.context = { queueName: name, keys: this.keys, scripts: this.scripts, control: this.control, flows: this.flows, maxEvents, client, maxDataSize, wake, flowOperations };
     this.adds = new CallBatcher<NewJob, AddedJob>(
       (batch) => {
         const sent = batch.length === 1 ? this.scripts.addJob(batch[0]).then((added) => [added]) : this.scripts.addJobs(batch);

@@ -1,7 +1,7 @@
 import { EchoMQError, EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
 import { DEFAULTS } from '../core/defaults.js';
-import type { Job, JobContext } from './job.js';
+import type { JobContext, JobRun } from './job-context.js';
 import { DEFAULT_MAX_DATA_BYTES, toJson } from '../core/serialize.js';
 
 /** What job.changePriority takes (BullMQ's shape). */
@@ -11,25 +11,6 @@ export interface PriorityChange {
   /** With priority 0: the job is taken before the other waiting jobs. Default false. */
   lifo?: boolean;
 }
-
-/**
- * The worker's side of one run of a job (one pickup, one lock token), as the job's own
- * moveToDelayed and moveToWaitingChildren need it: the worker stops renewing the lock the move releases, and then neither
- * completes nor fails the job (lib/runtime/worker/job-runner.ts).
- */
-export interface RunOwnership {
-  /** The lock token of the run. */
-  readonly token: string;
-  /** A move out of active under `token` is about to be sent: a renewal that finds no lock is now the move's to judge. */
-  leaving(): void;
-  /** The move landed: the job is no longer this run's (to delayed, the default, or to waiting-children). */
-  left(to?: 'delayed' | 'waiting-children'): void;
-  /** The move was not made (moveToWaitingChildren with nothing to wait for): the run goes on as before. */
-  stayed(): void;
-  /** The job is a flow parent now (it added children): its finish takes its flow keys with it. */
-  becameParent(): void;
-}
-
 
 /** Replaces the job's data; refused with EchoMQOptionError (nothing sent) when it is no JSON or too large. */
 export async function updateJobData(context: JobContext, jobId: string, data: unknown): Promise<void> {
@@ -74,7 +55,7 @@ export async function promoteJob(context: JobContext, jobId: string): Promise<vo
  * lock `token`; returns the delay from now. The run's worker, told through RunOwnership, lets the
  * job go. Refused with EchoMQError -2 (no lock), -6 (another token), -3 (not active), -1 (gone).
  */
-export async function moveJobToDelayed(job: Job<any, any>, context: JobContext, timestamp: unknown, token: unknown): Promise<number> {
+export async function moveJobToDelayed(job: JobRun, context: JobContext, timestamp: unknown, token: unknown): Promise<number> {
   if (!Number.isSafeInteger(timestamp) || (timestamp as number) < 0) {
     throw new EchoMQOptionError('timestamp', `must be a time in ms since the epoch (a whole number >= 0), got ${describe(timestamp)}`);
   }
@@ -101,7 +82,7 @@ export async function moveJobToDelayed(job: Job<any, any>, context: JobContext, 
  * ioredis sent it again, after the first had released the lock. It landed if the job is delayed
  * at the due time this call wrote and no pickup came since (`ats`, the fencing number, unchanged).
  */
-async function landedEarlier(job: Job<any, any>, context: JobContext, dueAt: number): Promise<boolean> {
+async function landedEarlier(job: JobRun, context: JobContext, dueAt: number): Promise<boolean> {
   try {
     const replies = (await context.client.pipeline().zscore(context.keys.delayed, job.id).hget(context.keys.job(job.id), 'ats').exec()) ?? [];
     const [[scoreError, score], [atsError, ats]] = replies as Array<[Error | null, string | null]>;

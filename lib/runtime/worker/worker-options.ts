@@ -1,32 +1,25 @@
-import type { ResourceLimits } from 'node:worker_threads';
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
 import { assertMaxDataPoints } from '../../protocol/metrics.js';
 import { resolvePartitions } from '../../protocol/partitions.js';
 import type { RateLimit } from '../../protocol/scripts.js';
-import type { ConnectionInput } from './connection.js';
-import { DEFAULTS } from './defaults.js';
-import type { BackoffStrategy } from './job-options.js';
-import { nonNegativeInt, positiveInt, positiveNumber, prefixOf, timeoutOf } from './option-numbers.js';
-import { MAX_TIMER_MS } from './sleeper.js';
-import { telemetryOf, type Telemetry } from './telemetry.js';
+import type { ConnectionInput } from '../core/connection.js';
+import { DEFAULTS } from '../core/defaults.js';
+import type { Job } from '../job/job.js';
+import { assertRenewBelowLock, nonNegativeInt, positiveInt, positiveNumber, prefixOf, timeoutOf } from '../core/option-numbers.js';
+import type { WorkerThreadsOptions } from '../sandbox/sandbox-options.js';
+import { MAX_TIMER_MS } from '../core/sleeper.js';
+import { telemetryOf, type Telemetry } from '../core/telemetry.js';
 
 // A Worker's options and their one check (resolveWorkerOptions), where they enter.
 
 /**
- * What a worker thread sandbox is started with, beyond what the host needs: BullMQ's option name,
- * narrowed to `resourceLimits`. The rest of Node's thread options (workerData, transferList,
- * stdio, eval) would break the host's own channel, so they are not taken.
+ * A worker's custom backoff: called when a job with attempts left fails and its backoff type is
+ * neither 'fixed' nor 'exponential'. `attemptsMade` counts the failed attempt (1 after the first).
+ * Answers the ms to wait before the retry, 0 to retry at once, or -1 to fail the job for good now;
+ * it may answer with a promise.
  */
-export interface WorkerThreadsOptions {
-  /**
-   * The heap and stack limits of each thread (Node's `resourceLimits`). A thread that reaches its
-   * heap limit is ended by Node and its job fails with "ran out of memory"; the process lives on.
-   * Without it a thread's heap may grow to the process's limit. A `--max-old-space-size` of the
-   * process overrides `maxOldGenerationSizeMb`.
-   */
-  resourceLimits?: ResourceLimits;
-}
+export type BackoffStrategy = (attemptsMade: number, type: string, error: Error, job: Job) => number | Promise<number>;
 
 /** A worker's settings for the jobs it fails. */
 export interface WorkerSettings {
@@ -165,13 +158,6 @@ export interface ResolvedWorkerOptions {
   metrics?: MetricsOptions;
   /** `telemetry`, when given. */
   telemetry?: Telemetry;
-}
-
-/** PROTOCOL.md's rule: a heartbeat at or over the lock's TTL lets every lock lapse. */
-export function assertRenewBelowLock(lockDuration: number, lockRenewTime: number): void {
-  if (lockRenewTime >= lockDuration) {
-    throw new EchoMQOptionError('lockRenewTime', `is ${lockRenewTime} ms but must be below lockDuration (${lockDuration} ms), or every lock lapses before its renewal`);
-  }
 }
 
 /** Validates worker options against PROTOCOL.md's timing rules and fills in the defaults. */

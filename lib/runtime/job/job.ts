@@ -1,66 +1,15 @@
 import { EchoMQError, EchoMQOptionError } from '../../protocol/errors.js';
-import type { JobControlScripts } from '../../protocol/job-control-scripts.js';
-import type { Keys } from '../../protocol/keys.js';
 import { assertCustomJobId, describe } from '../../protocol/names.js';
 import { parseSchedulerJobId } from '../../protocol/scheduler-ids.js';
-import type { RedisClient } from '../../protocol/script.js';
-import type { Scripts } from '../../protocol/scripts.js';
-import {
-  changeJobDelay, changeJobPriority, moveJobToDelayed, promoteJob, updateJobData, type PriorityChange, type RunOwnership,
-} from './job-control.js';
-import { getJobState, type JobStateOrUnknown } from './job-state.js';
 import type { JobOptions } from '../core/job-options.js';
-import type { QueueEvents } from '../events/queue-events.js';
 import { fromJson, toJson } from '../core/serialize.js';
+import type { QueueEvents } from '../events/queue-events.js';
+import { childrenValues, dependencies, dependenciesCount, type Dependencies, type DependenciesCount } from './dependencies.js';
+import type { JobContext, RemoveOptions, WaitingChildrenOptions } from './job-context.js';
+import { changeJobDelay, changeJobPriority, moveJobToDelayed, promoteJob, updateJobData, type PriorityChange } from './job-control.js';
+import { CorruptJobError } from './job-errors.js';
+import { getJobState, type JobStateOrUnknown } from './job-state.js';
 import { waitUntilFinished } from './wait-until-finished.js';
-import type { FlowScripts } from '../../protocol/flow-scripts.js';
-import { moveJobToWaitingChildren, type WaitingChildrenOptions } from '../flows/step-jobs.js';
-import { removeJobOfFlow, type RemoveOptions } from '../flows/flow-removal.js';
-import { childrenValues, dependencies, dependenciesCount, type Dependencies, type DependenciesCount } from '../flows/dependencies.js';
-
-/** What a Job needs of its queue to act on itself. */
-export interface JobContext {
-  queueName: string;
-  keys: Keys;
-  scripts: Scripts;
-  /** The job control scripts (updateData, changeDelay, changePriority, promote, moveToDelayed). */
-  control: JobControlScripts;
-  /** The queue's flow scripts (moveToWaitingChildren; docs/flows.md). */
-  flows?: FlowScripts;
-  /** The queue's events stream bound, for the scripts a removal sends to its children's queues. */
-  maxEvents?: number;
-  client: RedisClient;
-  /** The largest data updateData accepts, in bytes of JSON: the Queue's maxDataSize (a Worker's jobs: the default, 1 MiB). */
-  maxDataSize?: number;
-  /** A partitioned queue's: tells its workers the job's partition has work again (lib/runtime/queue/queue-part.ts). */
-  wake?(): void;
-  /**
-   * A Worker's: the run of this job it holds under `token`, if any, so that the handler's own
-   * job.moveToDelayed tells the worker (lib/runtime/queue/job-control.ts).
-   */
-  ownRun?(jobId: string, token: string): RunOwnership | undefined;
-  /** Told when a job updates its progress (a Worker sets it, to emit its `progress` event). */
-  onProgress?(job: Job, progress: unknown): void;
-}
-
-/** A job hash that cannot be read as a job (a field missing or not JSON). */
-export class CorruptJobError extends Error {
-  override readonly name = 'CorruptJobError';
-  constructor(readonly jobId: string, detail: string) {
-    super(`job ${jobId} is corrupt: ${detail}`);
-  }
-}
-
-/**
- * A job that is not there any more: waitUntilFinished found neither its hash nor (among the newest
- * events) its end, or it was removed before it finished.
- */
-export class JobNotFoundError extends Error {
-  override readonly name = 'JobNotFoundError';
-  constructor(readonly queue: string, readonly jobId: string, detail: string) {
-    super(`job ${jobId} of queue ${queue} no longer exists: ${detail}`);
-  }
-}
 
 /**
  * Whether a string can be a job's id: an automatic id (a plain integer) or a custom id as add()
@@ -183,7 +132,7 @@ export class Job<Data = unknown, Result = unknown> {
    * false; a child's parent drops it as a dependency (docs/flows.md, "Removing jobs of a flow").
    */
   async remove(opts: RemoveOptions = {}): Promise<void> {
-    const outcome = await removeJobOfFlow(this.context, this.id, opts);
+    const outcome = await this.context.flowOperations.remove(this.context, this.id, opts);
     if (outcome === 'locked') throw new EchoMQError(-3, this.id, 'removeJob-14.lua', 'a worker holds its lock; it can be removed once it finished');
     if (outcome === 'missing') throw new EchoMQError(-1, this.id, 'removeJob-14.lua');
   }
@@ -261,7 +210,7 @@ export class Job<Data = unknown, Result = unknown> {
    * EchoMQError -2 (the lock lapsed), -6 (another worker holds it), -3 (not active), -1 (gone).
    */
   moveToWaitingChildren(token: string, opts: WaitingChildrenOptions = {}): Promise<boolean> {
-    return moveJobToWaitingChildren(this, this.context, token, opts);
+    return this.context.flowOperations.moveToWaitingChildren(this, this.context, token, opts);
   }
 
   /** `P:{Q}`, the queue's key as a child's `opts.parent.queue` names it (BullMQ's name). */
