@@ -11,7 +11,7 @@ export { Keys, DEFAULT_PREFIX, type JobState } from './protocol/keys.js';
 export { ErrorCode, codeName, codeMeaning, type ErrorCodeValue } from './protocol/codes.js';
 export { EchoMQError, EchoMQOptionError } from './protocol/errors.js';
 export type { RedisClient } from './protocol/script.js';
-export type { RateLimit } from './protocol/scripts.js';
+export type { RateLimit } from './protocol/script-shapes.js';
 export type { Metrics, MetricsType } from './protocol/metrics.js';
 
 // The runtime.

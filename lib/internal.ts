@@ -7,21 +7,10 @@
  */
 
 // The protocol: every Lua script by EVALSHA, the key names, the id and name rules.
-export {
-  ADD_BATCH,
-  PICKUP_KEYS,
-  SCRIPTS,
-  Scripts,
-  parseLockFailures,
-  parsePickup,
-  type Finish,
-  type LockFailure,
-  type NewJob,
-  type Pickup,
-  type Retry,
-  type ScriptName,
-  type SweepResult,
-} from './protocol/scripts.js';
+export { Scripts } from './protocol/scripts.js';
+export { ADD_BATCH, SCRIPTS, type ScriptName } from './protocol/script-registry.js';
+export { PICKUP_KEYS, type Finish, type LockFailure, type NewJob, type Pickup, type Retry, type SweepResult } from './protocol/script-shapes.js';
+export { parseLockFailures, parsePickup } from './protocol/script-replies.js';
 export { Script, isNoScript, runPipelined, type ScriptCall } from './protocol/script.js';
 export { type ScriptArg } from './protocol/script-command.js';
 export { SchedulerScripts, type SlotPair, type StartVerdict, type StoredScheduler } from './protocol/scheduler-scripts.js';

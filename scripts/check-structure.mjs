@@ -49,7 +49,6 @@ export const KNOWN = {
   upward: [],
   circles: [],
   long: [
-    'protocol/scripts.ts',
     'runtime/locks/worker-locks.ts',
     'runtime/queue/queue.ts',
     'runtime/worker/job-runner.ts',

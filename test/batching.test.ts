@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { Redis, type Cluster } from 'ioredis';
 import { Queue, Worker, type Job } from '../lib/index.js';
-import { SCRIPTS } from '../lib/protocol/scripts.js';
+import { SCRIPTS } from '../lib/protocol/script-registry.js';
 import { startRedis, type RedisProcess } from './support/redis-process.js';
 import { hasFastProperties } from './support/fast-properties.js';
 import { masters, newClient, onCluster, queueKeys, testConnection, uniqueQueueName } from './support/redis.js';

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { Keys } from '../lib/index.js';
 import { JobControlScripts, runPipelined, Scripts } from '../lib/internal.js';
-import { parseCancelled } from '../lib/protocol/scripts.js';
+import { parseCancelled } from '../lib/protocol/script-replies.js';
 import { newClient, uniqueQueueName } from './support/redis.js';
 import { newJob, pickup, snapshot } from './support/scripts.js';
 

@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { CloseTimeoutError, Keys, LockManager, Queue, Worker, type Job } from '../lib/index.js';
-import { SCRIPTS, Scripts } from '../lib/protocol/scripts.js';
+import { Scripts } from '../lib/protocol/scripts.js';
+import { SCRIPTS } from '../lib/protocol/script-registry.js';
 import { FaultyProxy } from './support/faulty-proxy.js';
 import { eventually, redisUrl, singleNodeDescribe, sleep, uniqueQueueName } from './support/redis.js';
 

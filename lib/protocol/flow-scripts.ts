@@ -3,7 +3,8 @@ import { EchoMQError } from './errors.js';
 import type { Keys } from './keys.js';
 import type { RedisClient } from './script.js';
 import type { ScriptArg } from './script-command.js';
-import { SCRIPTS, type Finish, type NewJob } from './scripts.js';
+import { SCRIPTS } from './script-registry.js';
+import { type Finish, type NewJob } from './script-shapes.js';
 
 /** What a child asks of its parent when it fails for good (docs/flows.md): '' is BullMQ's default, the parent waits. */
 export type ParentPolicy = '' | 'fail' | 'ignore' | 'remove' | 'continue';

@@ -3,7 +3,7 @@ import { EchoMQError } from './errors.js';
 import type { Keys } from './keys.js';
 import { Script, type RedisClient } from './script.js';
 import { type ScriptArg } from './script-command.js';
-import { SCRIPTS } from './scripts.js';
+import { SCRIPTS } from './script-registry.js';
 
 /**
  * What cancelJob-9 did: 'failed' (a job still to run failed at once), 'marked' (a worker holds it,

@@ -2,7 +2,7 @@ import { EchoMQOptionError } from './errors.js';
 import type { Keys } from './keys.js';
 import { describe } from './names.js';
 import type { RedisClient } from './script.js';
-import { SCRIPTS } from './scripts.js';
+import { SCRIPTS } from './script-registry.js';
 
 /** The finishes metrics count (BullMQ's MetricsTime names the same two). */
 export type MetricsType = 'completed' | 'failed';

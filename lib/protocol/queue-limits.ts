@@ -1,4 +1,4 @@
-import type { RateLimit } from './scripts.js';
+import type { RateLimit } from './script-shapes.js';
 
 /**
  * The queue-wide limits, as fields of the queue's meta hash (`P:{Q}:meta`; a partitioned queue's

@@ -2,7 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomUUID as uuid } from 'node:crypto';
 import { Keys } from '../../lib/index.js';
 import { Scripts, type Pickup } from '../../lib/internal.js';
-import type { NewJob } from '../../lib/protocol/scripts.js';
+import type { NewJob } from '../../lib/protocol/script-shapes.js';
 import { scanKeys, uniqueQueueName } from './redis.js';
 
 /** A queue's Keys and Scripts on a test connection, to call the lua scripts directly. */

@@ -1,6 +1,6 @@
 import { merge, Observable, Subject } from 'rxjs';
 import { EchoMQOptionError } from '../../protocol/errors.js';
-import type { SweepResult } from '../../protocol/scripts.js';
+import type { SweepResult } from '../../protocol/script-shapes.js';
 import type {
   HeartbeatErrorEvent, HeartbeatLateEvent, JobCancelledEvent, JobStalledEvent, LockAcquiredEvent, LockEvent,
   LockReleasedEvent, LockRenewalFailedEvent, LockRenewedEvent,

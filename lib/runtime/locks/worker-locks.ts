@@ -3,7 +3,8 @@ import { EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
 import type { ChainableCommander } from 'ioredis';
 import { runPipelined, type RedisClient, type ScriptCall } from '../../protocol/script.js';
-import { parseCancelled, parseLockFailures, type Scripts } from '../../protocol/scripts.js';
+import { type Scripts } from '../../protocol/scripts.js';
+import { parseCancelled, parseLockFailures } from '../../protocol/script-replies.js';
 import type {
   HeartbeatErrorEvent, HeartbeatLateEvent, JobCancelledEvent, LockAcquiredEvent, LockReleasedEvent,
   LockRenewalFailedEvent, LockRenewedEvent,

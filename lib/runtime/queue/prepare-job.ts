@@ -9,7 +9,7 @@
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
 import { assertCustomIdForPartitions } from '../../protocol/partitions.js';
-import type { NewJob } from '../../protocol/scripts.js';
+import type { NewJob } from '../../protocol/script-shapes.js';
 import { validateJobOptions, type JobOptions } from '../core/job-options.js';
 import { type ResolvedQueueOptions } from '../core/queue-options.js';
 import { POLICIES } from '../flows/flow-tree.js';

@@ -3,7 +3,7 @@ import type { Keys } from '../../protocol/keys.js';
 import { describe } from '../../protocol/names.js';
 import { LIMIT_FIELDS, parseLimitValues } from '../../protocol/queue-limits.js';
 import type { RedisClient } from '../../protocol/script.js';
-import type { RateLimit } from '../../protocol/scripts.js';
+import type { RateLimit } from '../../protocol/script-shapes.js';
 
 /**
  * The queue-wide limits, as fields of the queue's meta hash (a partitioned queue's: partition 0's):

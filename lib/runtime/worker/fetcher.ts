@@ -1,6 +1,7 @@
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
-import type { Pickup, RateLimit, Scripts } from '../../protocol/scripts.js';
+import type { Scripts } from '../../protocol/scripts.js';
+import type { Pickup, RateLimit } from '../../protocol/script-shapes.js';
 import { dropClient, dropCounter, type DropCounter } from '../core/connection.js';
 import { findAllByLockToken, type HandedOverJob } from './handover-recovery.js';
 import { Sleeper } from '../core/sleeper.js';

@@ -1,5 +1,6 @@
 import { EchoMQError } from '../../protocol/errors.js';
-import type { Finish, Pickup, RateLimit, Scripts } from '../../protocol/scripts.js';
+import type { Scripts } from '../../protocol/scripts.js';
+import type { Finish, Pickup, RateLimit } from '../../protocol/script-shapes.js';
 import { CallBatcher } from '../core/call-batcher.js';
 
 /** The limits a finish's fetch-next keeps, read at each call (WorkerLimits). */

@@ -1,6 +1,7 @@
 import { randomUUID as uuid } from 'node:crypto';
 import { EchoMQError } from '../../protocol/errors.js';
-import type { Finish, Scripts } from '../../protocol/scripts.js';
+import type { Scripts } from '../../protocol/scripts.js';
+import type { Finish } from '../../protocol/script-shapes.js';
 import type { FinishBatcher } from './finish-batcher.js';
 import { HandoverRecovery } from './handover-recovery.js';
 import { Job } from '../job/job.js';

@@ -1,4 +1,4 @@
-import type { Pickup } from '../../protocol/scripts.js';
+import type { Pickup } from '../../protocol/script-shapes.js';
 import type { FetchResult, JobSource } from './job-source.js';
 import { Sleeper } from '../core/sleeper.js';
 import type { WorkerLane } from './worker-lane.js';

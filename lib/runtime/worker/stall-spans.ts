@@ -1,6 +1,6 @@
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
-import type { SweepResult } from '../../protocol/scripts.js';
+import type { SweepResult } from '../../protocol/script-shapes.js';
 import { ATTRIBUTES, MESSAGING_SYSTEM, SPAN_EVENTS } from '../telemetry/attributes.js';
 import { SpanKind, type Telemetry } from '../core/telemetry.js';
 

@@ -1,6 +1,7 @@
 import type { Keys } from '../../protocol/keys.js';
 import type { RedisClient } from '../../protocol/script.js';
-import type { Scripts, SweepResult } from '../../protocol/scripts.js';
+import type { Scripts } from '../../protocol/scripts.js';
+import type { SweepResult } from '../../protocol/script-shapes.js';
 import { Periodic } from '../core/periodic.js';
 
 export interface SweeperSettings {

@@ -1,7 +1,8 @@
 import { Keys } from '../../protocol/keys.js';
 import { autoIdPrefix, partitionQueueName } from '../../protocol/partitions.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { Scripts, type SweepResult } from '../../protocol/scripts.js';
+import { Scripts } from '../../protocol/scripts.js';
+import { type SweepResult } from '../../protocol/script-shapes.js';
 import { Fetcher } from './fetcher.js';
 import { FinishBatcher } from './finish-batcher.js';
 import type { JobContext } from '../job/job-context.js';

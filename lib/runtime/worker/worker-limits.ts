@@ -1,5 +1,5 @@
 import type { QueueLimitValues } from '../../protocol/queue-limits.js';
-import type { RateLimit } from '../../protocol/scripts.js';
+import type { RateLimit } from '../../protocol/script-shapes.js';
 
 /** The worker options the limits start from. */
 export interface OwnLimits {

@@ -2,7 +2,7 @@ import { EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
 import { assertMaxDataPoints } from '../../protocol/metrics.js';
 import { resolvePartitions } from '../../protocol/partitions.js';
-import type { RateLimit } from '../../protocol/scripts.js';
+import type { RateLimit } from '../../protocol/script-shapes.js';
 import type { ConnectionInput } from '../core/connection.js';
 import { DEFAULTS } from '../core/defaults.js';
 import type { Job } from '../job/job.js';
