@@ -2,7 +2,6 @@ import { randomUUID as uuid } from 'node:crypto';
 import { EchoMQError } from '../../protocol/errors.js';
 import type { Scripts } from '../../protocol/scripts.js';
 import type { Finish } from '../../protocol/script-shapes.js';
-import type { FinishBatcher } from './finish-batcher.js';
 import { HandoverRecovery } from './handover-recovery.js';
 import { Job } from '../job/job.js';
 import { CorruptJobError } from '../job/job-errors.js';
@@ -22,18 +21,13 @@ import { JobCancelledError } from '../core/job-cancelled-error.js';
 import { CANCEL_MARK_FIELD } from '../../protocol/cancels.js';
 import { decideRetry } from './retry-decision.js';
 import type { SchedulerChain } from '../schedulers/scheduler-chain.js';
-import type { ParentNotices } from '../flows/parent-notices.js';
 import type { ParentPolicy } from '../../protocol/flow-scripts.js';
 import type { AttemptSpan, AttemptSpans } from './attempt-spans.js';
 import type { RunSlots } from './run-slots.js';
 import { LANDED_EARLIER, ReleaseSender, type Release } from './release-sender.js';
 import { fieldOf, flowLinkOf, type PickupFields } from './pickup-fields.js';
 import { HandlerContext } from './handler-context.js';
-
-/** How a lane finishes the jobs of flows (a child, or a parent with flow keys): finishFlowJobs-15 (FinishBatcher.finishFlow), then the notice to the parent. */
-export interface FlowFinishing {
-  notices: Pick<ParentNotices, 'send' | 'sendStored'>;
-}
+import type { FlowFinishing, JobRunnerOptions, RunnerEvents } from './job-runner-options.js';
 
 /** A job just taken into active, with the token that holds its lock. */
 export interface ActiveJob {
@@ -43,15 +37,6 @@ export interface ActiveJob {
   token: string;
   /** When the pickup that set the lock was sent (the lock is at least this fresh). */
   acquiredAt?: number;
-}
-
-/** What the runner reports to its worker. */
-export interface RunnerEvents {
-  active(job: Job): void;
-  completed(job: Job, result: unknown): void;
-  failed(job: Job, error: Error, willRetry: boolean): void;
-  lockLost(job: Job, error: Error): void;
-  error(error: Error): void;
 }
 
 const STACKTRACE_LIMIT = 10;
@@ -79,26 +64,27 @@ export class JobRunner {
   /** Of those, the runs of parents (fch, or children added while they ran): a child's failParentOnFailure may have marked them (cfr). */
   private readonly parents = new WeakSet<JobLock>();
 
-  constructor(
-    private readonly processor: ProcessorFunction,
-    private readonly scripts: Scripts,
-    private readonly context: JobContext,
-    private readonly locks: WorkerLocks,
-    private readonly lockDuration: number,
-    private readonly finisher: Pick<FinishBatcher, 'finish' | 'finishFlow'>,
-    private readonly events: RunnerEvents,
-    /** The step before a job scheduler's job runs (it moves the scheduler on, or skips the job). */
-    private readonly schedulers?: Pick<SchedulerChain, 'start'>,
-    /** The worker's settings.backoffStrategy, for the jobs whose backoff type is a custom one. */
-    private readonly backoffStrategy?: BackoffStrategy,
-    /** The worker's jobTimeout: the timeout of jobs whose opts give none. */
-    private readonly jobTimeout?: number,
-    private readonly flows?: FlowFinishing,
-    /** With the worker's `telemetry`: a span per attempt. Without it, none is made. */
-    private readonly spans?: AttemptSpans,
-    /** With the worker's `prefetch`: a job held ahead waits here for a handler to end. Without it, none waits. */
-    private readonly slots?: RunSlots,
-  ) {
+  private readonly processor: ProcessorFunction;
+  private readonly scripts: Scripts;
+  private readonly context: JobContext;
+  private readonly locks: WorkerLocks;
+  private readonly lockDuration: number;
+  private readonly finisher: JobRunnerOptions['finisher'];
+  private readonly events: RunnerEvents;
+  private readonly schedulers?: JobRunnerOptions['schedulers'];
+  private readonly backoffStrategy?: BackoffStrategy;
+  private readonly jobTimeout?: number;
+  private readonly flows?: FlowFinishing;
+  private readonly spans?: AttemptSpans;
+  private readonly slots?: RunSlots;
+
+  constructor(options: JobRunnerOptions) {
+    ({
+      processor: this.processor, scripts: this.scripts, context: this.context, locks: this.locks, lockDuration: this.lockDuration,
+      finisher: this.finisher, events: this.events, schedulers: this.schedulers, backoffStrategy: this.backoffStrategy,
+      jobTimeout: this.jobTimeout, flows: this.flows, spans: this.spans, slots: this.slots,
+    } = options);
+    const { context, locks } = options;
     this.handovers = new HandoverRecovery(context.client, context.keys);
     this.releases = new ReleaseSender(context, locks, (error) => this.events.error(error));
   }

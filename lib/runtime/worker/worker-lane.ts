@@ -8,7 +8,8 @@ import { FinishBatcher } from './finish-batcher.js';
 import type { JobContext } from '../job/job-context.js';
 import type { Job } from '../job/job.js';
 import { FLOW_OPERATIONS } from '../flows/flow-operations.js';
-import { JobRunner, type RunnerEvents } from './job-runner.js';
+import { JobRunner } from './job-runner.js';
+import { type RunnerEvents } from './job-runner-options.js';
 import { type ProcessorFunction } from '../queue/processor.js';
 import type { LockManager, WorkerLocks } from '../locks/lock-manager.js';
 import type { ResolvedWorkerOptions } from './worker-options.js';
@@ -111,8 +112,10 @@ export class WorkerLane {
     const spans = options.telemetry && new AttemptSpans(options.telemetry, {
       queueName: owner.queueName, partition: partitions === 1 ? undefined : index, workerId: owner.workerId, workerName: options.name,
     }, owner.runnerEvents.error, !owner.sandboxed);
-    this.runner = new JobRunner(owner.processor, this.scripts, context, this.locks, lockDuration, this.finisher, owner.runnerEvents, this.schedulers,
-      options.backoffStrategy, options.jobTimeout, { notices: this.notices }, spans, owner.slots);
+    this.runner = new JobRunner({
+      processor: owner.processor, scripts: this.scripts, context, locks: this.locks, lockDuration, finisher: this.finisher, events: owner.runnerEvents,
+      schedulers: this.schedulers, backoffStrategy: options.backoffStrategy, jobTimeout: options.jobTimeout, flows: { notices: this.notices }, spans, slots: owner.slots,
+    });
     context.ownRun = (jobId, token) => this.runner.ownRun(jobId, token);
     registerRunner(this.runner);
   }
