@@ -17,7 +17,9 @@ export type { Metrics, MetricsType } from './protocol/metrics.js';
 // The runtime.
 export { Queue, type JobCounts } from './runtime/queue/queue.js';
 export { CloseTimeoutError } from './runtime/core/close-timeout-error.js';
-export { Worker, type WorkerConstructorOptions, type WorkerEvents, type WorkerState } from './runtime/worker/worker.js';
+export { Worker } from './runtime/worker/worker.js';
+export { type WorkerConstructorOptions } from './runtime/worker/worker-options.js';
+export { type WorkerEvents, type WorkerState } from './runtime/worker/worker-events.js';
 export { Job } from './runtime/job/job.js';
 export { CorruptJobError, JobNotFoundError } from './runtime/job/job-errors.js';
 export type { JobStateName, JobStateOrUnknown } from './runtime/job/job-state.js';

@@ -49,9 +49,6 @@ export const KNOWN = {
   upward: [],
   circles: [],
   long: [
-    'runtime/locks/worker-locks.ts',
-    'runtime/queue/queue.ts',
-    'runtime/worker/job-runner.ts',
     'runtime/worker/worker.ts',
   ],
 };

@@ -1,4 +1,4 @@
-import type { WorkerEvents } from '../../runtime/worker/worker.js';
+import type { WorkerEvents } from '../../runtime/worker/worker-events.js';
 import { WORKER_EVENT_METADATA } from '../echomq.constants.js';
 import { appendMetadata } from './process.decorator.js';
 

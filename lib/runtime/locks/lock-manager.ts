@@ -7,9 +7,13 @@ import type {
 } from './lock-events.js';
 import { SharedHeartbeat } from './heartbeat-timer.js';
 import { RenewalConnections } from './renewal-connections.js';
-import { validateHolder, WorkerLocks, type LockEmitter, type LockHolder } from './worker-locks.js';
+import { WorkerLocks } from './worker-locks.js';
+import { validateHolder, type LockEmitter, type LockHolder } from './lock-holder.js';
 
-export { LockLostError, WorkerLocks, validateHolder, type JobLock, type LockHolder } from './worker-locks.js';
+export { WorkerLocks } from './worker-locks.js';
+export { LockLostError } from './lock-lost-error.js';
+export { validateHolder, type LockHolder } from './lock-holder.js';
+export { type JobLock } from './tracked-job.js';
 
 /** extendLocks-1 calls carry at most this many jobs each by default; all chunks of a tick share one round trip. */
 export const RENEWAL_CHUNK = 1000;

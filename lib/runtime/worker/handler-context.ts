@@ -1,4 +1,4 @@
-import type { JobLock } from '../locks/worker-locks.js';
+import type { JobLock } from '../locks/tracked-job.js';
 import type { ProcessorContext } from '../queue/processor.js';
 
 /**

@@ -10,7 +10,9 @@ import type { RunOwnership } from '../job/job-context.js';
 import type { ProcessorFunction } from '../queue/processor.js';
 import { isDelayedError } from '../core/delayed-error.js';
 import { isWaitingChildrenError } from '../core/waiting-children-error.js';
-import { LockLostError, type JobLock, type WorkerLocks } from '../locks/worker-locks.js';
+import { type WorkerLocks } from '../locks/worker-locks.js';
+import { LockLostError } from '../locks/lock-lost-error.js';
+import { type JobLock } from '../locks/tracked-job.js';
 import { keepRule } from '../core/job-options.js';
 import { type BackoffStrategy } from './worker-options.js';
 import { toJson } from '../core/serialize.js';
@@ -21,12 +23,12 @@ import { JobCancelledError } from '../core/job-cancelled-error.js';
 import { CANCEL_MARK_FIELD } from '../../protocol/cancels.js';
 import { decideRetry } from './retry-decision.js';
 import type { SchedulerChain } from '../schedulers/scheduler-chain.js';
-import type { ParentPolicy } from '../../protocol/flow-scripts.js';
 import type { AttemptSpan, AttemptSpans } from './attempt-spans.js';
 import type { RunSlots } from './run-slots.js';
 import { LANDED_EARLIER, ReleaseSender, type Release } from './release-sender.js';
 import { fieldOf, flowLinkOf, type PickupFields } from './pickup-fields.js';
 import { HandlerContext } from './handler-context.js';
+import { RunMarks } from './run-marks.js';
 import type { FlowFinishing, JobRunnerOptions, RunnerEvents } from './job-runner-options.js';
 
 /** A job just taken into active, with the token that holds its lock. */
@@ -54,15 +56,8 @@ export class JobRunner {
   private readonly handovers: HandoverRecovery;
   /** Sends the finishes, retries and give-backs, and judges a reply lost with its connection. */
   private readonly releases: ReleaseSender;
-  /** Runs whose handler moved its job to delayed or waiting-children (ownRun): the runner neither completes nor fails them. */
-  private readonly movedAway = new WeakMap<JobLock, 'delayed' | 'waiting-children'>();
-  // Keyed by the run's lock and holding no Job: measured (bench/README.md, "Data of 3.5 KB,
-  // found"), V8 keeps what a long-lived Map or WeakMap once held, deleted or not, reachable until
-  // the next full GC, and a Job holds its data: every job's data was promoted with it.
-  /** Runs of jobs of flows, with their policy on failure (pfp): they finish by finishFlowJobs-15 and leave a notice (FlowFinishing), the others as before. */
-  private readonly flowJobs = new WeakMap<JobLock, ParentPolicy>();
-  /** Of those, the runs of parents (fch, or children added while they ran): a child's failParentOnFailure may have marked them (cfr). */
-  private readonly parents = new WeakSet<JobLock>();
+  /** Which runs were moved away by their handler, which are flow jobs' and parents' (run-marks.ts). */
+  private readonly marks = new RunMarks();
 
   private readonly processor: ProcessorFunction;
   private readonly scripts: Scripts;
@@ -103,10 +98,7 @@ export class JobRunner {
     const attempt = this.spans?.begin(job, lock);
     // From the raw fields: a corrupt child still finishes by finishFlowJob-8, whose notice its parent needs.
     const flowLink = flowLinkOf(active.fields);
-    if (flowLink) {
-      this.flowJobs.set(lock, flowLink.policy);
-      if (flowLink.parent) this.parents.add(lock);
-    }
+    if (flowLink) this.marks.flowJob(lock, flowLink.policy, flowLink.parent);
     // Cancelled by queue.cancelJob before this pickup (the pickup's fields carry the mark): the run
     // is cut short before it starts, and fails as cancelled below without its handler.
     const mark = corrupt ? undefined : fieldOf(active.fields, CANCEL_MARK_FIELD);
@@ -147,7 +139,7 @@ export class JobRunner {
     // The handler ended (or never started): a slot taken goes to the next job held ahead.
     if (slot === 'slot') this.slots?.give();
 
-    const movedTo = this.movedAway.get(lock);
+    const movedTo = this.marks.movedTo(lock);
     if (movedTo) {
       attempt?.end(movedTo);
       return this.afterOwnMove(job, movedTo, failure);
@@ -214,39 +206,18 @@ export class JobRunner {
     // Every lock this runner tracks is one of its runs (a job held ahead by prefetch included);
     // one whose settle already read `parents` is not changed by the mark.
     const lock = this.locks.lockOf(jobKey.slice(keys.base.length));
-    if (lock) this.becomeParent(lock);
+    if (lock) this.marks.becomeParent(lock);
   }
 
-  /**
-   * The run of a job this runner holds under `token`, for the handler's own job.moveToDelayed and
-   * job.moveToWaitingChildren (JobContext.ownRun): the lock stops being renewed as the move is sent (a renewal that finds it
-   * gone is the move's to judge) and is let go when the move lands. Built only when a handler moves
-   * its job, so a run that does not costs nothing.
-   */
+  /** The run of a job this runner holds under `token` (JobContext.ownRun; RunMarks.ownership). */
   ownRun(jobId: string, token: string): RunOwnership | undefined {
     const lock = this.locks.lockOf(jobId);
-    if (!lock || lock.token !== token) return undefined;
-    return {
-      token,
-      leaving: () => lock.beginRelease(),
-      left: (to = 'delayed') => {
-        this.movedAway.set(lock, to);
-        lock.release(to);
-      },
-      stayed: () => lock.cancelRelease(),
-      becameParent: () => this.becomeParent(lock),
-    };
+    return lock && lock.token === token ? this.marks.ownership(lock, token) : undefined;
   }
 
-  /** A run whose job got children: it now finishes as a flow job's (its policy kept if it had one) and as a parent's. */
-  private becomeParent(lock: JobLock): void {
-    if (!this.flowJobs.has(lock)) this.flowJobs.set(lock, '');
-    this.parents.add(lock);
-  }
-
-  /** The run of a job of a flow (flowJobs), on a worker that runs flows: it finishes by finishFlowJobs-15 and retries alone. */
+  /** The run of a job of a flow, on a worker that runs flows: it finishes by finishFlowJobs-15 and retries alone. */
   private isFlowJob(lock: JobLock): boolean {
-    return this.flows !== undefined && this.flowJobs.has(lock);
+    return this.flows !== undefined && this.marks.isFlowJob(lock);
   }
 
   /**
@@ -267,7 +238,7 @@ export class JobRunner {
   private async settle(
     job: Job, lock: JobLock, result: unknown, failure: Error | undefined, fetchNext: () => boolean, attempt: AttemptSpan | undefined,
   ): Promise<ActiveJob | undefined> {
-    if (!failure && this.parents.has(lock)) {
+    if (!failure && this.marks.isParent(lock)) {
       // A parent does not complete once a child failed with failParentOnFailure while it ran.
       const childFailed = await this.context.client.hget(this.context.keys.job(job.id), 'cfr');
       if (childFailed !== null) failure = new UnrecoverableError(childFailed);
@@ -401,7 +372,7 @@ export class JobRunner {
     // holds it: "landed" may also be a job removed meanwhile, whose notice is another finish's.
     if (flowJob && job.parentKey !== undefined && outcome !== 'retried') {
       if (pickup === LANDED_EARLIER) this.flows?.notices.sendStored(job.id);
-      else this.flows?.notices.send({ childId: job.id, parentKey: job.parentKey, outcome, value, policy: this.flowJobs.get(lock) ?? '' });
+      else this.flows?.notices.send({ childId: job.id, parentKey: job.parentKey, outcome, value, policy: this.marks.policyOf(lock) });
     }
     if (pickup === LANDED_EARLIER) {
       if (!askedForNext) return undefined;

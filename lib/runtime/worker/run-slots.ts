@@ -1,4 +1,4 @@
-import type { JobLock } from '../locks/worker-locks.js';
+import type { JobLock } from '../locks/tracked-job.js';
 
 /** What a job held ahead got from its wait: a slot, the lock's abort (no slot taken), or the worker's close (none either). */
 export type SlotOutcome = 'slot' | 'aborted' | 'closing';

@@ -8,6 +8,7 @@ import { DEFAULTS } from '../core/defaults.js';
 import type { Job } from '../job/job.js';
 import { assertRenewBelowLock, nonNegativeInt, positiveInt, positiveNumber, prefixOf, timeoutOf } from '../core/option-numbers.js';
 import type { WorkerThreadsOptions } from '../sandbox/sandbox-options.js';
+import type { LockManager } from '../locks/lock-manager.js';
 import { MAX_TIMER_MS } from '../core/sleeper.js';
 import { telemetryOf, type Telemetry } from '../core/telemetry.js';
 
@@ -247,4 +248,22 @@ function closeTimeoutOf(value: number | undefined): number {
   const ms = positiveInt(value, 'closeTimeout', DEFAULTS.closeTimeout);
   if (ms > MAX_TIMER_MS) throw new EchoMQOptionError('closeTimeout', `is ${ms} ms; the longest is ${MAX_TIMER_MS} (about 24.8 days), or Infinity for no bound`);
   return ms;
+}
+
+/** A Worker's options as its constructor takes them. */
+export interface WorkerConstructorOptions extends WorkerOptions {
+  /** The LockManager that owns this worker's heartbeat; by default one of its own. */
+  lockManager?: LockManager;
+}
+
+/**
+ * The sandbox options with a function: they would be ignored without a word (the function runs in
+ * process), so they are refused, naming the field. Nest passes them only for a @Processor's sandbox.
+ */
+export function refuseSandboxOptions(opts: WorkerConstructorOptions): void {
+  for (const field of ['useWorkerThreads', 'sandboxGracePeriod', 'workerThreadsOptions'] as const) {
+    if (opts[field] !== undefined) {
+      throw new EchoMQOptionError(field, 'applies to a processor file run in sandboxes (its path or URL in place of the function); this worker runs a function, in process: remove it, or give the file');
+    }
+  }
 }

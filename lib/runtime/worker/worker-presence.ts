@@ -4,7 +4,7 @@ import type { Keys } from '../../protocol/keys.js';
 import { CANCELS_FIELD } from '../../protocol/cancels.js';
 import { LIMIT_FIELDS_READ, parseLimitValues, registryTtl, type WorkerInfo } from '../../protocol/queue-limits.js';
 import type { RedisClient } from '../../protocol/script.js';
-import type { TickPassenger } from '../locks/worker-locks.js';
+import type { TickPassenger } from '../locks/lock-holder.js';
 import type { WorkerLimits } from './worker-limits.js';
 
 const HOST = hostname();

@@ -7,12 +7,12 @@ import { assertPartitionedName } from '../../protocol/partitions.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { CloseTimeoutError } from '../core/close-timeout-error.js';
 import { closeClient, connect, connectBlocking, dropClient } from '../core/connection.js';
-import type { Job } from '../job/job.js';
 import { SingleLaneSource, type JobSource } from './job-source.js';
 import type { ActiveJob } from './job-runner.js';
 import type { ProcessorFunction } from '../queue/processor.js';
 import { LockManager } from '../locks/lock-manager.js';
-import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './worker-options.js';
+import { refuseSandboxOptions, resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerConstructorOptions } from './worker-options.js';
+import { TRANSITIONS, type PlainEvent, type WorkerEvents, type WorkerState } from './worker-events.js';
 import { partitionCountError } from '../queue/partition-count.js';
 import { PartitionFetcher } from './partition-fetcher.js';
 import { PartitionWaker } from './partition-waker.js';
@@ -30,57 +30,9 @@ import { assertRateLimitMs } from '../core/option-numbers.js';
 import { assertCancelReason } from '../core/job-cancelled-error.js';
 import { SandboxPool } from '../sandbox/sandbox-pool.js';
 import { CancelWatch } from './cancel-watch.js';
-import { EchoMQOptionError } from '../../protocol/errors.js';
 import { underRootContext } from '../telemetry/guarded-context.js';
 import { StallSpans } from './stall-spans.js';
 
-
-/** The events a Worker emits, with their arguments. */
-export interface WorkerEvents {
-  /** Both connections (the shared one and the blocking one) answered a PING, after run(). */
-  ready: [];
-  active: [job: Job];
-  completed: [job: Job, result: unknown];
-  /** A job this worker runs stored its progress (job.updateProgress). */
-  progress: [job: Job, progress: unknown];
-  /** `willRetry` is true when the job has attempts left and went back to wait or delayed. */
-  failed: [job: Job, error: Error, willRetry: boolean];
-  /** The worker lost a job's lock: its result was not reported (another worker may run it). */
-  lockLost: [job: Job, error: Error];
-  stalled: [jobId: string, movedTo: 'wait' | 'failed'];
-  /** The queue had no ready job left for this worker. */
-  drained: [];
-  /** A Redis call, a sweep or a listener failed; also a close that ran past closeTimeout (CloseTimeoutError). */
-  error: [error: Error];
-  /** Something about the setup risks jobs (e.g. a maxmemory-policy other than noeviction); checked at start. */
-  warning: [message: string];
-  /** pause() took effect: this worker takes no new job. */
-  paused: [];
-  /** resume() took effect: this worker takes jobs again. */
-  resumed: [];
-  closing: [];
-  closed: [];
-}
-
-export interface WorkerConstructorOptions extends WorkerOptions {
-  /** The LockManager that owns this worker's heartbeat; by default one of its own. */
-  lockManager?: LockManager;
-}
-
-/** The lifecycle, one value: created → running ⇄ paused → closing → closed (close() from any of the first three). */
-export type WorkerState = 'created' | 'running' | 'paused' | 'closing' | 'closed';
-
-/** Every move the lifecycle may make; any other is a bug, and throws. */
-const TRANSITIONS: Readonly<Record<WorkerState, readonly WorkerState[]>> = {
-  created: ['running', 'closing'],
-  running: ['paused', 'closing'],
-  paused: ['running', 'closing'],
-  closing: ['closed'],
-  closed: [],
-};
-
-/** A worker event other than 'error' (which has its own path, reportError). */
-type PlainEvent = Exclude<keyof WorkerEvents, 'error'>;
 
 /**
  * Worker: takes jobs from a queue and runs them through a processor, `concurrency` at a time.
@@ -630,18 +582,6 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   private reportError(error: Error): void {
     reportOnErrorChannel(this as EventEmitter, `worker for queue ${this.name}`, error);
-  }
-}
-
-/**
- * The sandbox options with a function: they would be ignored without a word (the function runs in
- * process), so they are refused, naming the field. Nest passes them only for a @Processor's sandbox.
- */
-function refuseSandboxOptions(opts: WorkerConstructorOptions): void {
-  for (const field of ['useWorkerThreads', 'sandboxGracePeriod', 'workerThreadsOptions'] as const) {
-    if (opts[field] !== undefined) {
-      throw new EchoMQOptionError(field, 'applies to a processor file run in sandboxes (its path or URL in place of the function); this worker runs a function, in process: remove it, or give the file');
-    }
   }
 }
 
