@@ -138,6 +138,8 @@ function writeNestApp(app) {
 function writePlainApp() {
   const dir = join(work, 'plain');
   cpSync(join(here, 'plain'), dir, { recursive: true });
+  // The same lines as an ES module file (.mts): the plain app is CommonJS, so types.ts is a CommonJS file.
+  writeFileSync(join(dir, 'types.mts'), readFileSync(join(dir, 'types.ts'), 'utf8'));
   for (const [setting, { compilerOptions, files }] of Object.entries(TYPE_SETTINGS)) {
     writeFileSync(join(dir, `tsconfig.${setting}.json`), json({
       compilerOptions: { target: 'ES2022', strict: true, noEmit: true, skipLibCheck: true, types: ['node'], ...compilerOptions },

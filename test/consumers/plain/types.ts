@@ -1,6 +1,6 @@
 // Type-checked, never run: each entry's types as an app sees them. tsc compiles this file under
-// module commonjs, node16 and nodenext (this package is CommonJS, so it is a CommonJS file there),
-// and types.mts (the same lines) as an ES module under node16, nodenext and bundler.
+// module commonjs, node16, nodenext (this app's package is CommonJS, so it is a CommonJS file there)
+// and bundler, and its copy types.mts (apps.test.mjs writes it) as an ES module under node16 and nodenext.
 import { EchoMQError, Queue, Worker, type Job, type JobOptions } from '@echomq/nestjs';
 import { Scripts } from '@echomq/nestjs/internal';
 import { EchoMQAdapter } from '@echomq/nestjs/bull-board';
