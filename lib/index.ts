@@ -102,6 +102,7 @@ export {
   Processor,
   QueueEventsHost,
   QueueEventsListener,
+  WorkerHost,
   WorkerOrchestrator,
   getConfigToken,
   getFlowProducerToken,

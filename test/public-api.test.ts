@@ -9,7 +9,7 @@ describe('the public face', () => {
       'CloseTimeoutError', 'CorruptJobError', 'DEFAULT_CONFIG_KEY', 'DEFAULT_PREFIX', 'DelayedError', 'EchoMQError', 'EchoMQModule', 'EchoMQOptionError',
       'ErrorCode', 'FlowProducer', 'InjectFlowProducer', 'InjectQueue', 'Job', 'JobCancelledError', 'JobNotFoundError', 'JobScheduler', 'JobTimeoutError', 'Keys', 'LockLostError', 'LockManager', 'OnQueueEvent', 'OnWorkerEvent',
       'Process', 'Processor', 'Queue', 'QueueEvents', 'QueueEventsHost', 'QueueEventsListener', 'RateLimitError', 'RedisFullError', 'RedisVersionError', 'SpanKind', 'UnrecoverableError',
-      'WaitingChildrenError', 'Worker', 'WorkerOrchestrator', 'codeMeaning', 'codeName', 'forQueue', 'forWorker', 'getConfigToken',
+      'WaitingChildrenError', 'Worker', 'WorkerHost', 'WorkerOrchestrator', 'codeMeaning', 'codeName', 'forQueue', 'forWorker', 'getConfigToken',
       'getFlowProducerToken', 'getQueueToken',
     ]);
   });

@@ -10,6 +10,8 @@ import {
 import { checkSandbox } from './processor-sandbox.js';
 import { EchoMQMetadataAccessor } from './echomq-metadata.accessor.js';
 import type { WorkerEventName } from './decorators/on-worker-event.decorator.js';
+import type { Worker } from '../runtime/worker/worker.js';
+import { WorkerHost } from './worker-host.js';
 
 /** One @Processor class as found: where it is, which methods handle which job names and events. */
 export interface ProcessorDefinition {
@@ -31,6 +33,10 @@ export interface ProcessorDefinition {
   schedulers: DecoratedScheduler[];
   /** Its jobs run in this file, in a sandbox, instead of its methods (checked at init). */
   sandbox?: ProcessorSandbox;
+  /** It extends WorkerHost: `process(job, token)` is its default handler, and it gets `this.worker`. */
+  host: boolean;
+  /** Its Worker, once the orchestrator made it (a scoped WorkerHost's instances get it per job). */
+  worker?: Worker;
 }
 
 /** Collects the @Processor providers and their @Process / @OnWorkerEvent / @JobScheduler methods at module init. */
@@ -94,6 +100,7 @@ export class EchoMQExplorer implements OnModuleInit {
       events: [],
       schedulers: [],
       sandbox,
+      host: metatype.prototype instanceof WorkerHost,
     };
     const prototype = metatype.prototype;
     const scheduled: Array<{ method: string; jobNames: Array<string | undefined>; declarations: JobSchedulerDeclaration[] }> = [];
@@ -105,6 +112,8 @@ export class EchoMQExplorer implements OnModuleInit {
       const declarations = this.accessor.jobSchedulers(fn);
       if (declarations) scheduled.push({ method, jobNames, declarations });
     }
+    // @nestjs/bullmq's shape: every job without a @Process('name') method goes to process().
+    if (definition.host) this.addHandler(definition, undefined, 'process');
     const methods = [...new Set([...definition.handlers.values(), ...(definition.defaultHandler === undefined ? [] : [definition.defaultHandler])])];
     if (sandbox !== undefined && methods.length > 0) throw new Error(SANDBOX_WITH_HANDLERS(className, methods));
     if (sandbox !== undefined && scheduled.length > 0) throw new Error(SCHEDULER_ON_SANDBOXED(className, scheduled[0].method, scheduled[0].declarations[0]?.id));

@@ -6,3 +6,4 @@ export { EchoMQModule } from './echomq.module.js';
 export { getConfigToken, getFlowProducerToken, getQueueToken } from './echomq.tokens.js';
 export { WorkerOrchestrator } from './worker.orchestrator.js';
 export { QueueEventsHost } from './queue-events.host.js';
+export { WorkerHost } from './worker-host.js';

@@ -6,6 +6,7 @@ import { UnrecoverableError } from '../runtime/core/unrecoverable-error.js';
 import type { Worker } from '../runtime/worker/worker.js';
 import type { ProcessorDefinition } from './echomq.explorer.js';
 import { NO_HANDLER } from './echomq.messages.js';
+import { attachWorker } from './worker-host.js';
 
 type Instance = Record<string, (...args: unknown[]) => unknown>;
 
@@ -29,7 +30,8 @@ export class ProcessorDispatcher {
         throw new UnrecoverableError(NO_HANDLER(job.name, definition.className, definition.queueName, [...definition.handlers.keys()]));
       }
       const instance = await this.instanceFor(definition, job);
-      return instance[method](job, context);
+      // A WorkerHost's process takes the lock token, as @nestjs/bullmq's does; @Process methods the context.
+      return definition.host && method === 'process' ? instance[method](job, context.token) : instance[method](job, context);
     };
   }
 
@@ -54,6 +56,8 @@ export class ProcessorDispatcher {
     if (!definition.scoped) return definition.wrapper.instance as Instance;
     const contextId = ContextIdFactory.create();
     this.moduleRef.registerRequestByContextId(job ?? {}, contextId);
-    return this.moduleRef.resolve<Instance>(definition.wrapper.token, contextId, { strict: false });
+    const instance = await this.moduleRef.resolve<Instance>(definition.wrapper.token, contextId, { strict: false });
+    if (definition.host && definition.worker) attachWorker(instance, definition.worker);
+    return instance;
   }
 }

@@ -5,6 +5,7 @@ import { Worker } from '../runtime/worker/worker.js';
 import { ConfigRegistry } from './config.registry.js';
 import { EchoMQExplorer, type ProcessorDefinition } from './echomq.explorer.js';
 import { FlowProducerRegistry } from './flow-producer.registry.js';
+import { attachWorker } from './worker-host.js';
 import { INVALID_PROCESSOR_OPTIONS, NOT_INITIALIZED, PROCESSOR_PARTITIONS_MISMATCH, WORKERS_CLOSED } from './echomq.messages.js';
 import { ProcessorDispatcher } from './processor.dispatcher.js';
 import { QueueRegistry } from './queue.registry.js';
@@ -141,6 +142,8 @@ export class WorkerOrchestrator implements OnApplicationBootstrap, OnModuleDestr
     }
     worker.on('error', (error) => this.logger.error(`worker of queue "${definition.queueName}" (${definition.className}): ${error.message}`, error.stack));
     this.dispatcher.bindEvents(definition, worker);
+    definition.worker = worker;
+    if (definition.host && !definition.scoped) attachWorker(definition.wrapper.instance as object, worker);
     this.workers.set(definition.queueName, worker);
     worker.run().catch((error: Error) => this.logger.error(`worker of queue "${definition.queueName}" stopped: ${error.message}`, error.stack));
     return worker;
