@@ -18,8 +18,8 @@ export type { Metrics, MetricsType } from './protocol/metrics.js';
 export { Queue, type JobCounts } from './runtime/queue/queue.js';
 export { CloseTimeoutError } from './runtime/core/close-timeout-error.js';
 export { Worker } from './runtime/worker/worker.js';
-export { type WorkerConstructorOptions } from './runtime/worker/worker-options.js';
-export { type WorkerEvents, type WorkerState } from './runtime/worker/worker-events.js';
+export type { BackoffStrategy, MetricsOptions, ResolvedWorkerOptions, WorkerConstructorOptions, WorkerOptions, WorkerSettings } from './runtime/worker/worker-options.js';
+export type { WorkerEvents, WorkerState } from './runtime/worker/worker-events.js';
 export { Job } from './runtime/job/job.js';
 export { CorruptJobError, JobNotFoundError } from './runtime/job/job-errors.js';
 export type { JobStateName, JobStateOrUnknown } from './runtime/job/job-state.js';
@@ -48,9 +48,7 @@ export {
   type LockRenewalFailedEvent,
   type LockRenewedEvent,
 } from './runtime/locks/lock-events.js';
-export type { BackoffOptions, DeduplicationOptions, JobOptions, KeepJobs } from './runtime/core/job-options.js';
-export type { BackoffStrategy } from './runtime/worker/worker-options.js';
-export type { MetricsOptions, ResolvedWorkerOptions, WorkerOptions, WorkerSettings } from './runtime/worker/worker-options.js';
+export type { BackoffOptions, DeduplicationOptions, JobOptions, KeepJobs, ParentFailureOptions, ParentOptions } from './runtime/core/job-options.js';
 export type { QueueEventsOptions, QueueOptions, ResolvedQueueOptions } from './runtime/core/queue-options.js';
 export type { ConnectionInput } from './runtime/core/connection.js';
 export { RedisFullError, RedisVersionError } from './runtime/core/redis-health.js';
@@ -59,9 +57,7 @@ export { RateLimitError } from './runtime/core/rate-limit-error.js';
 export type { WorkerInfo } from './protocol/queue-limits.js';
 export { DelayedError } from './runtime/core/delayed-error.js';
 export { WaitingChildrenError } from './runtime/core/waiting-children-error.js';
-export type { WaitingChildrenOptions } from './runtime/job/job-context.js';
-export type { ParentOptions } from './runtime/core/job-options.js';
-export type { RemoveOptions } from './runtime/job/job-context.js';
+export type { RemoveOptions, WaitingChildrenOptions } from './runtime/job/job-context.js';
 export { JobTimeoutError } from './runtime/core/job-timeout-error.js';
 export { JobCancelledError } from './runtime/core/job-cancelled-error.js';
 export type { PriorityChange } from './runtime/job/job-control.js';
@@ -69,7 +65,6 @@ export type { JobLogs, PromoteJobsOptions, RetryJobsOptions } from './runtime/qu
 export type { JobSchedulerJson } from './runtime/schedulers/job-schedulers.js';
 export { FlowProducer, type FlowProducerOptions, type JobNode } from './runtime/flows/flow-producer.js';
 export type { FlowJob, FlowJobOptions } from './runtime/flows/flow-tree.js';
-export type { ParentFailureOptions } from './runtime/core/job-options.js';
 export type { FlowTreeNode, GetFlowOptions } from './runtime/flows/flow-reader.js';
 export type { Dependencies, DependenciesCount } from './runtime/job/dependencies.js';
 export type { RepeatOptions } from './runtime/schedulers/repeat-options.js';

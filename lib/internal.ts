@@ -12,7 +12,7 @@ export { ADD_BATCH, SCRIPTS, type ScriptName } from './protocol/script-registry.
 export { PICKUP_KEYS, type Finish, type LockFailure, type NewJob, type Pickup, type Retry, type SweepResult } from './protocol/script-shapes.js';
 export { parseLockFailures, parsePickup } from './protocol/script-replies.js';
 export { Script, isNoScript, runPipelined, type ScriptCall } from './protocol/script.js';
-export { type ScriptArg } from './protocol/script-command.js';
+export type { ScriptArg } from './protocol/script-command.js';
 export { SchedulerScripts, type SlotPair, type StartVerdict, type StoredScheduler } from './protocol/scheduler-scripts.js';
 export { JobControlScripts, MAX_MOVE_BATCH, type CancelOutcome } from './protocol/job-control-scripts.js';
 export { parseSchedulerJobId, schedulerJobId } from './protocol/scheduler-ids.js';
@@ -34,9 +34,9 @@ export { backoffDelay, keepRule, validateJobOptions } from './runtime/core/job-o
 export { resolveQueueEventsOptions, resolveQueueOptions, type ResolvedQueueEventsOptions } from './runtime/core/queue-options.js';
 export { JOB_STATES, getJobState, parseJobState, parseJobStates } from './runtime/job/job-state.js';
 export { canNameJob } from './runtime/job/job.js';
-export { type JobContext } from './runtime/job/job-context.js';
+export type { JobContext } from './runtime/job/job-context.js';
 export { JobRunner, type ActiveJob } from './runtime/worker/job-runner.js';
-export { type RunnerEvents } from './runtime/worker/job-runner-options.js';
+export type { RunnerEvents } from './runtime/worker/job-runner-options.js';
 // A worker's sandboxes (tests count them), and the execArgv a child sandbox gets.
 export { sandboxPoolOf } from './runtime/worker/worker.js';
 export type { SandboxPool } from './runtime/sandbox/sandbox-pool.js';

@@ -4,7 +4,7 @@ import type { Keys } from './keys.js';
 import type { RedisClient } from './script.js';
 import type { ScriptArg } from './script-command.js';
 import { SCRIPTS } from './script-registry.js';
-import { type Finish, type NewJob } from './script-shapes.js';
+import type { Finish, NewJob } from './script-shapes.js';
 
 /** What a child asks of its parent when it fails for good (docs/flows.md): '' is BullMQ's default, the parent waits. */
 export type ParentPolicy = '' | 'fail' | 'ignore' | 'remove' | 'continue';

@@ -2,7 +2,7 @@ import { isErrorCode } from './codes.js';
 import { EchoMQError } from './errors.js';
 import type { Keys } from './keys.js';
 import { Script, type RedisClient } from './script.js';
-import { type ScriptArg } from './script-command.js';
+import type { ScriptArg } from './script-command.js';
 import { SCRIPTS } from './script-registry.js';
 
 /**

@@ -2,7 +2,7 @@ import { EchoMQError } from './errors.js';
 import { isErrorCode } from './codes.js';
 import type { JobState, Keys } from './keys.js';
 import { runPipelined, type RedisClient, type Script, type ScriptCall } from './script.js';
-import { type ScriptArg } from './script-command.js';
+import type { ScriptArg } from './script-command.js';
 import { ADD_BATCH, SCRIPTS } from './script-registry.js';
 import { addedJob, batchPickups, pairsOf, pickupOf } from './script-replies.js';
 import {

@@ -3,7 +3,7 @@ import { Keys } from '../../protocol/keys.js';
 import { assertQueueName, describe } from '../../protocol/names.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { canNameJob, Job } from '../job/job.js';
-import { type JobContext } from '../job/job-context.js';
+import type { JobContext } from '../job/job-context.js';
 import { MAX_CHILDREN } from './flow-tree.js';
 import { firstPages, forgetHscanNoValues, hscanNoValues, listChildren, queueFirstPages, scanPlan, type ScanPlan } from './child-scan.js';
 import { parseJobKey } from './parent-notices.js';

@@ -6,7 +6,7 @@ import type { RedisClient } from '../../protocol/script.js';
 import { SchedulerScripts } from '../../protocol/scheduler-scripts.js';
 import { Scripts } from '../../protocol/scripts.js';
 import { ADD_BATCH } from '../../protocol/script-registry.js';
-import { type AddedJob, type NewJob } from '../../protocol/script-shapes.js';
+import type { AddedJob, NewJob } from '../../protocol/script-shapes.js';
 import { CallBatcher } from '../core/call-batcher.js';
 import { publishWake } from '../core/wake-channel.js';
 import type { FlowOperations, JobContext } from './job-context.js';

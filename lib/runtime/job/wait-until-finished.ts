@@ -1,7 +1,7 @@
 import { filter, firstValueFrom, timeout as rxTimeout } from 'rxjs';
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import { JobNotFoundError } from './job-errors.js';
-import { type JobContext } from './job-context.js';
+import type { JobContext } from './job-context.js';
 import type { QueueEvent, QueueEvents } from '../events/queue-events.js';
 import { fromJson } from '../core/serialize.js';
 

@@ -13,7 +13,7 @@ import { validateHolder, type LockEmitter, type LockHolder } from './lock-holder
 export { WorkerLocks } from './worker-locks.js';
 export { LockLostError } from './lock-lost-error.js';
 export { validateHolder, type LockHolder } from './lock-holder.js';
-export { type JobLock } from './tracked-job.js';
+export type { JobLock } from './tracked-job.js';
 
 /** extendLocks-1 calls carry at most this many jobs each by default; all chunks of a tick share one round trip. */
 export const RENEWAL_CHUNK = 1000;

@@ -11,7 +11,7 @@ import { describe } from '../../protocol/names.js';
 import { assertCustomIdForPartitions } from '../../protocol/partitions.js';
 import type { NewJob } from '../../protocol/script-shapes.js';
 import { validateJobOptions, type JobOptions } from '../core/job-options.js';
-import { type ResolvedQueueOptions } from '../core/queue-options.js';
+import type { ResolvedQueueOptions } from '../core/queue-options.js';
 import { POLICIES } from '../flows/flow-tree.js';
 import { checkJobRef, type CheckedParent } from '../flows/step-jobs.js';
 import { withTraceContext } from '../core/telemetry.js';

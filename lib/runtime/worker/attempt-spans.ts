@@ -3,7 +3,7 @@ import { asError } from '../core/error-channel.js';
 import { JobCancelledError } from '../core/job-cancelled-error.js';
 import type { LockReleasedEvent } from '../locks/lock-events.js';
 import { LockLostError } from '../locks/lock-lost-error.js';
-import { type JobLock } from '../locks/tracked-job.js';
+import type { JobLock } from '../locks/tracked-job.js';
 import type { Job } from '../job/job.js';
 import { JobTimeoutError } from '../core/job-timeout-error.js';
 import { ATTRIBUTES, MESSAGING_SYSTEM, recordFailure, SPAN_EVENTS } from '../telemetry/attributes.js';

@@ -1,9 +1,9 @@
 import { EchoMQError } from '../../protocol/errors.js';
 import type { Job } from '../job/job.js';
 import type { JobContext } from '../job/job-context.js';
-import { type WorkerLocks } from '../locks/worker-locks.js';
+import type { WorkerLocks } from '../locks/worker-locks.js';
 import { LockLostError } from '../locks/lock-lost-error.js';
-import { type JobLock } from '../locks/tracked-job.js';
+import type { JobLock } from '../locks/tracked-job.js';
 
 const FINISH_RETRY_MS = [100, 200, 500, 1000, 2000];
 /** What a finishing call answers when an earlier send of it had landed and its reply was lost. */

@@ -1,6 +1,6 @@
 import { describe } from '../../protocol/names.js';
 import { backoffDelay } from '../core/job-options.js';
-import { type BackoffStrategy } from './worker-options.js';
+import type { BackoffStrategy } from './worker-options.js';
 import type { Job } from '../job/job.js';
 
 /**
