@@ -35,8 +35,8 @@ export { resolveQueueEventsOptions, resolveQueueOptions, type ResolvedQueueEvent
 export { JOB_STATES, getJobState, parseJobState, parseJobStates } from './runtime/job/job-state.js';
 export { canNameJob } from './runtime/job/job.js';
 export type { JobContext } from './runtime/job/job-context.js';
-export { JobRunner, type ActiveJob } from './runtime/worker/job-runner.js';
-export type { RunnerEvents } from './runtime/worker/job-runner-options.js';
+export { JobRunner } from './runtime/worker/job-runner.js';
+export type { ActiveJob, RunnerEvents } from './runtime/worker/job-runner-options.js';
 // A worker's sandboxes (tests count them), and the execArgv a child sandbox gets.
 export { sandboxPoolOf } from './runtime/worker/worker.js';
 export type { SandboxPool } from './runtime/sandbox/sandbox-pool.js';

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { Keys } from '../lib/index.js';
+import { AdminScripts } from '../lib/protocol/admin-scripts.js';
 import { JobControlScripts, runPipelined, Scripts } from '../lib/internal.js';
 import { parseCancelled } from '../lib/protocol/script-replies.js';
 import { newClient, uniqueQueueName } from './support/redis.js';
@@ -13,7 +14,7 @@ afterAll(() => client.quit());
 
 function queueFor() {
   const keys = new Keys(uniqueQueueName('cxl'));
-  return { keys, scripts: new Scripts(client, keys, 1000), control: new JobControlScripts(client, keys, 1000) };
+  return { keys, scripts: new Scripts(client, keys, 1000), control: new JobControlScripts(client, keys, 1000), admin: new AdminScripts(client, keys, 1000) };
 }
 
 /** The events of the queue's stream, as [name, jobId, ...field values]. */
@@ -52,14 +53,14 @@ describe('cancelJob-9', () => {
   });
 
   it('a delayed, a prioritized and a paused job fail at once, each taken out of its state', async () => {
-    const { keys, scripts, control } = queueFor();
+    const { keys, scripts, control, admin } = queueFor();
     const delayed = (await scripts.addJob(newJob({ delay: 60_000 }))).jobId;
     const prioritized = (await scripts.addJob(newJob({ priority: 3 }))).jobId;
     const kept = (await scripts.addJob(newJob({ priority: 3 }))).jobId;
     for (const id of [delayed, prioritized]) expect(await control.cancelJob(id, 'no', Date.now(), ...KEEP_ALL)).toBe('failed');
     expect(await client.zcard(keys.delayed)).toBe(0);
     expect(await client.zrange(keys.prioritized, '0', '-1')).toEqual([kept]);
-    await scripts.pause('pause');
+    await admin.pause('pause');
     const paused = (await scripts.addJob(newJob())).jobId;
     expect(await client.lrange(keys.paused, 0, -1)).toEqual([paused]);
     expect(await control.cancelJob(paused, 'no', Date.now(), ...KEEP_ALL)).toBe('failed');
@@ -160,7 +161,7 @@ describe('cancelJob-9', () => {
     const a = (await scripts.addJob(newJob())).jobId;
     const b = (await scripts.addJob(newJob())).jobId;
     for (const id of [a, b]) await control.cancelJob(id, 'r', Date.now(), ...KEEP_ALL);
-    await scripts.reprocessJob(a, 'failed');
+    await control.reprocessJob(a, 'failed');
     expect(await client.hexists(keys.job(a), 'cxl')).toBe(0);
     expect(await control.retryJobs('failed', 10, Date.now())).toBe(1);
     expect(await client.hexists(keys.job(b), 'cxl')).toBe(0);

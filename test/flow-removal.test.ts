@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { FlowProducer, Queue, Worker, type Job, type ProcessorFunction } from '../lib/index.js';
 import { FlowScripts } from '../lib/protocol/flow-scripts.js';
-import { Scripts } from '../lib/protocol/scripts.js';
+import { JobControlScripts } from '../lib/protocol/job-control-scripts.js';
 import { eventually, newClient, singleNodeIt, testConnection, uniqueQueueName } from './support/redis.js';
 
 // Removing jobs of a flow (docs/flows.md, "Removing jobs of a flow"): a parent takes its flow keys
@@ -310,17 +310,17 @@ describe('removeJob-14\'s expected parent (ARGV[6])', () => {
     const f = await twoLevels(2);
     const client = newClient();
     closers.push(async () => client.disconnect());
-    const scripts = new Scripts(client, f.childQueue.keys, 1000);
+    const control = new JobControlScripts(client, f.childQueue.keys, 1000);
     const second = f.tree.children![1].job;
     const other = f.parentQueue.keys.job('someone-else');
-    expect(await scripts.removeJob(second.id, { children: true, notifyParent: true, expectedParent: other })).toEqual({ outcome: 'reparented', children: [] });
+    expect(await control.removeJob(second.id, { children: true, notifyParent: true, expectedParent: other })).toEqual({ outcome: 'reparented', children: [] });
     expect(await second.getState()).toBe('wait');
     expect((await f.tree.job.getDependenciesCount()).unprocessed).toBe(2);
     // Not a child at all: the same.
     const plain = await f.childQueue.add('plain', {});
-    expect((await scripts.removeJob(plain.id, { children: false, notifyParent: true, expectedParent: other })).outcome).toBe('reparented');
+    expect((await control.removeJob(plain.id, { children: false, notifyParent: true, expectedParent: other })).outcome).toBe('reparented');
     // The right parent: removed.
-    const removed = await scripts.removeJob(second.id, { children: true, notifyParent: false, expectedParent: f.parentQueue.keys.job(f.tree.job.id) });
+    const removed = await control.removeJob(second.id, { children: true, notifyParent: false, expectedParent: f.parentQueue.keys.job(f.tree.job.id) });
     expect(removed.outcome).toBe('removed');
     expect(await f.childQueue.getJob(second.id)).toBeUndefined();
   });

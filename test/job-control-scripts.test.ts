@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import type { Cluster, Redis } from 'ioredis';
 import { randomUUID as uuid } from 'node:crypto';
 import { EchoMQError, Keys } from '../lib/index.js';
+import { AdminScripts } from '../lib/protocol/admin-scripts.js';
 import { JobControlScripts, Scripts } from '../lib/internal.js';
 import { newClient, uniqueQueueName } from './support/redis.js';
 import { newJob, pickup, snapshot } from './support/scripts.js';
@@ -13,7 +14,7 @@ afterAll(() => client.quit());
 
 function queueFor(redis: Redis | Cluster = client) {
   const keys = new Keys(uniqueQueueName('jc'));
-  return { keys, scripts: new Scripts(redis, keys, 1000), control: new JobControlScripts(redis, keys, 1000) };
+  return { keys, scripts: new Scripts(redis, keys, 1000), control: new JobControlScripts(redis, keys, 1000), admin: new AdminScripts(redis, keys, 1000) };
 }
 
 async function rejection(promise: Promise<unknown>): Promise<EchoMQError> {
@@ -89,9 +90,9 @@ describe('promote-9', () => {
   });
 
   it('on a paused queue the job goes to paused and no worker is woken', async () => {
-    const { keys, scripts, control } = queueFor();
+    const { keys, scripts, control, admin } = queueFor();
     const { jobId } = await scripts.addJob(newJob({ delay: 60_000 }));
-    await scripts.pause('pause');
+    await admin.pause('pause');
     await client.del(keys.marker);
     await control.promote(jobId);
     expect(await client.lrange(keys.paused, '0', '-1')).toEqual([jobId]);
@@ -133,10 +134,10 @@ describe('changePriority-8', () => {
   });
 
   it('a paused job stays paused (or prioritized); delayed and active jobs keep their place and get it later', async () => {
-    const { keys, scripts, control } = queueFor();
+    const { keys, scripts, control, admin } = queueFor();
     const waiting = (await scripts.addJob(newJob())).jobId;
     const delayed = (await scripts.addJob(newJob({ delay: 60_000 }))).jobId;
-    await scripts.pause('pause');
+    await admin.pause('pause');
     await control.changePriority(waiting, 4, false);
     expect(await client.zrange(keys.prioritized, '0', '-1')).toEqual([waiting]);
     await control.changePriority(waiting, 0, false);
@@ -144,7 +145,7 @@ describe('changePriority-8', () => {
     await control.changePriority(delayed, 7, false);
     expect(await client.zrange(keys.delayed, '0', '-1')).toEqual([delayed]);
     expect(await client.hget(keys.job(delayed), 'priority')).toBe('7');
-    await scripts.pause('resume');
+    await admin.pause('resume');
     await control.promote(delayed);
     expect(await client.zrange(keys.prioritized, '0', '-1')).toEqual([delayed]); // the stored priority placed it
 
@@ -252,7 +253,7 @@ describe('retryJobs-8', () => {
     const s = queueFor();
     const [plain] = await finished(s, 'completed', 1);
     const [urgent] = await finished(s, 'completed', 1, 2);
-    await s.scripts.pause('pause');
+    await s.admin.pause('pause');
     await client.del(s.keys.marker);
     expect(await s.control.retryJobs('completed', 1000, Date.now())).toBe(2);
     expect(await client.lrange(s.keys.paused, '0', '-1')).toEqual([plain]);

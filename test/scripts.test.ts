@@ -146,8 +146,8 @@ describe('addJobs-9', () => {
   });
 
   it('on a paused queue puts ready jobs in paused and sets no ready marker', async () => {
-    const { keys, scripts } = scriptsFor(client);
-    await scripts.pause('pause');
+    const { keys, scripts, admin } = scriptsFor(client);
+    await admin.pause('pause');
     await scripts.addJobs([newJob(), newJob()]);
     expect(await client.lrange(keys.paused, '0', '-1')).toEqual(['2', '1']);
     expect(await client.llen(keys.wait)).toBe(0);
@@ -185,14 +185,14 @@ describe('addJob-9', () => {
   });
 
   it('puts prioritized jobs in prioritized, FIFO within one priority; paused queues get the paused list', async () => {
-    const { keys, scripts } = scriptsFor(client);
+    const { keys, scripts, admin } = scriptsFor(client);
     await scripts.addJob(newJob({ priority: 3 }));
     await scripts.addJob(newJob({ priority: 1 }));
     await scripts.addJob(newJob({ priority: 3 }));
     await scripts.addJob(newJob());
     expect(await client.zrange(keys.prioritized, '0', '-1')).toEqual(['2', '1', '3']);
     expect(await pickAll(scripts)).toEqual(['4', '2', '1', '3']);
-    await scripts.pause('pause');
+    await admin.pause('pause');
     await scripts.addJob(newJob());
     expect(await client.lrange(keys.paused, '0', '-1')).toEqual(['5']);
   });
@@ -228,7 +228,7 @@ describe('moveToActive-11', () => {
   });
 
   it('returns no job when empty or paused, with the next delayed time; promotes due delayed jobs', async () => {
-    const { keys, scripts } = scriptsFor(client);
+    const { keys, scripts, admin } = scriptsFor(client);
     expect((await pickup(scripts)).pickup).toEqual({ job: undefined, nextDelayedAt: 0, rateLimitedFor: 0 });
     const now = Date.now();
     await scripts.addJob(newJob({ timestamp: now, delay: 60_000 }));
@@ -237,7 +237,7 @@ describe('moveToActive-11', () => {
     expect(taken.job?.id).toBe('2');
     expect(taken.nextDelayedAt).toBe(now + 60_000);
     await scripts.addJob(newJob());
-    await scripts.pause('pause');
+    await admin.pause('pause');
     expect((await pickup(scripts)).pickup.job).toBeUndefined();
     expect(await client.lrange(keys.paused, '0', '-1')).toEqual(['3']);
   });
@@ -600,7 +600,7 @@ describe('finishJobs-13 (the batch form of moveToFinished-14)', () => {
     const s = scriptsFor(client);
     const [a, b] = await activeJobs(s, 2);
     await s.scripts.addJobs([newJob(), newJob(), newJob()]);
-    await s.scripts.pause('pause');
+    await s.admin.pause('pause');
     const paused = await s.scripts.finishJobs([finish(a.jobId, a.token, next()), finish(b.jobId, b.token, next())], Date.now(), 20_000);
     expect(paused.map((r) => 'job' in r && r.job)).toEqual([undefined, undefined]);
     expect(await client.zcard(s.keys.completed)).toBe(2);
@@ -741,7 +741,7 @@ describe('moveStalledJobsToWait-8', () => {
     await s.scripts.moveStalledJobsToWait(1, Date.now(), 60_000);
     expect(await s.scripts.extendLock(renewed.jobId, renewed.token, 30_000)).toBe(true);
     await client.del(s.keys.lock(lapsed.jobId), s.keys.stalledCheck);
-    await s.scripts.pause('pause');
+    await s.admin.pause('pause');
     const result = await s.scripts.moveStalledJobsToWait(1, Date.now(), 60_000);
     expect(result.movedToWait.map((m) => m.jobId)).toEqual([lapsed.jobId]);
     expect(await client.lrange(s.keys.paused, '0', '-1')).toEqual([lapsed.jobId]);
@@ -751,17 +751,17 @@ describe('moveStalledJobsToWait-8', () => {
 
 describe('pause-6', () => {
   it('moves wait to paused and back in order, reports whether the state changed, wakes a worker', async () => {
-    const { keys, scripts } = scriptsFor(client);
+    const { keys, scripts, admin } = scriptsFor(client);
     for (let i = 0; i < 3; i++) await scripts.addJob(newJob());
-    expect(await scripts.pause('pause')).toBe(true);
-    expect(await scripts.pause('pause')).toBe(false);
+    expect(await admin.pause('pause')).toBe(true);
+    expect(await admin.pause('pause')).toBe(false);
     expect(await client.hget(keys.meta, 'paused')).toBe('1');
     expect(await client.lrange(keys.paused, '0', '-1')).toEqual(['3', '2', '1']);
     expect(await client.exists(keys.wait)).toBe(0);
     await scripts.addJob(newJob());
     await client.del(keys.marker);
-    expect(await scripts.pause('resume')).toBe(true);
-    expect(await scripts.pause('resume')).toBe(false);
+    expect(await admin.pause('resume')).toBe(true);
+    expect(await admin.pause('resume')).toBe(false);
     expect(await client.hexists(keys.meta, 'paused')).toBe(0);
     expect(await client.zcard(keys.marker)).toBe(1);
     expect(await pickAll(scripts)).toEqual(['1', '2', '3', '4']);
@@ -770,21 +770,21 @@ describe('pause-6', () => {
 
 describe('updateProgress-2 and addLog-2', () => {
   it('store progress with an event, append and trim logs, and answer -1 for a missing job', async () => {
-    const { keys, scripts } = scriptsFor(client);
+    const { keys, scripts, control } = scriptsFor(client);
     const { jobId } = await scripts.addJob(newJob());
-    await scripts.updateProgress(jobId, '{"pct":50}');
+    await control.updateProgress(jobId, '{"pct":50}');
     expect(await client.hget(keys.job(jobId), 'progress')).toBe('{"pct":50}');
     const last = await client.xrevrange(keys.events, '+', '-', 'COUNT', 1);
     expect(last[0][1]).toEqual(['event', 'progress', 'jobId', jobId, 'data', '{"pct":50}']);
 
-    expect(await scripts.addLog(jobId, 'one', 2)).toBe(1);
-    expect(await scripts.addLog(jobId, 'two', 2)).toBe(2);
-    expect(await scripts.addLog(jobId, 'three', 2)).toBe(2);
+    expect(await control.addLog(jobId, 'one', 2)).toBe(1);
+    expect(await control.addLog(jobId, 'two', 2)).toBe(2);
+    expect(await control.addLog(jobId, 'three', 2)).toBe(2);
     expect(await client.lrange(keys.logs(jobId), '0', '-1')).toEqual(['two', 'three']);
 
     const before = await snapshot(client, keys);
-    expect((await rejection(scripts.updateProgress('ghost', '1'))).code).toBe(-1);
-    expect((await rejection(scripts.addLog('ghost', 'x', 0))).code).toBe(-1);
+    expect((await rejection(control.updateProgress('ghost', '1'))).code).toBe(-1);
+    expect((await rejection(control.addLog('ghost', 'x', 0))).code).toBe(-1);
     expect(await snapshot(client, keys)).toEqual(before);
   });
 });
@@ -793,17 +793,17 @@ describe('removeJob-14', () => {
   it('removes a job from any state with its logs, refuses a locked one, answers missing', async () => {
     const s = scriptsFor(client);
     const { jobId: waiting } = await s.scripts.addJob(newJob());
-    await s.scripts.addLog(waiting, 'line', 0);
+    await s.control.addLog(waiting, 'line', 0);
     const { jobId: delayed } = await s.scripts.addJob(newJob({ delay: 60_000 }));
-    expect((await s.scripts.removeJob(waiting)).outcome).toBe('removed');
-    expect((await s.scripts.removeJob(delayed)).outcome).toBe('removed');
+    expect((await s.control.removeJob(waiting)).outcome).toBe('removed');
+    expect((await s.control.removeJob(delayed)).outcome).toBe('removed');
     expect(await client.exists(s.keys.job(waiting), s.keys.logs(waiting), s.keys.job(delayed))).toBe(0);
     expect(await client.zcard(s.keys.delayed)).toBe(0);
-    expect((await s.scripts.removeJob(waiting)).outcome).toBe('missing');
+    expect((await s.control.removeJob(waiting)).outcome).toBe('missing');
 
     const active = await activeJob(s);
     const before = await snapshot(client, s.keys);
-    expect((await s.scripts.removeJob(active.jobId)).outcome).toBe('locked');
+    expect((await s.control.removeJob(active.jobId)).outcome).toBe('locked');
     expect(await snapshot(client, s.keys)).toEqual(before);
   });
 });
@@ -811,14 +811,14 @@ describe('removeJob-14', () => {
 describe('reprocessJob-9', () => {
   it('sends a failed job back to wait with attempts reset and ats kept; -1 and -3 otherwise', async () => {
     const s = scriptsFor(client);
-    const { keys, scripts, jobId, token } = await activeJob(s);
+    const { keys, scripts, jobId, token, control } = await activeJob(s);
     await scripts.moveToFinished(finish(jobId, token, { outcome: 'failed', value: 'bad', stacktrace: '[]' }));
-    expect((await rejection(scripts.reprocessJob(jobId, 'completed'))).code).toBe(-3);
-    await scripts.reprocessJob(jobId, 'failed');
+    expect((await rejection(control.reprocessJob(jobId, 'completed'))).code).toBe(-3);
+    await control.reprocessJob(jobId, 'failed');
     expect(await client.lrange(keys.wait, '0', '-1')).toEqual([jobId]);
     expect(await client.zcard(keys.failed)).toBe(0);
     expect(await client.hmget(keys.job(jobId), 'atm', 'ats', 'failedReason', 'finishedOn')).toEqual(['0', '1', null, null]);
-    expect((await rejection(scripts.reprocessJob('ghost', 'failed'))).code).toBe(-1);
+    expect((await rejection(control.reprocessJob('ghost', 'failed'))).code).toBe(-1);
   });
 });
 
@@ -831,17 +831,17 @@ describe('cleanJobsInSet-2', () => {
       await s.scripts.moveToFinished(finish(job.jobId, job.token, { timestamp: 1000 + i }));
       ids.push(job.jobId);
     }
-    expect(await s.scripts.cleanJobsInSet('completed', 1001, 1)).toEqual({ removed: [ids[0]], nextRank: 0 });
-    expect(await s.scripts.cleanJobsInSet('completed', 1001, 0)).toEqual({ removed: [ids[1]], nextRank: -1 });
+    expect(await s.admin.cleanJobsInSet('completed', 1001, 1)).toEqual({ removed: [ids[0]], nextRank: 0 });
+    expect(await s.admin.cleanJobsInSet('completed', 1001, 0)).toEqual({ removed: [ids[1]], nextRank: -1 });
     expect(await client.zrange(s.keys.completed, '0', '-1')).toEqual([ids[2]]);
     expect(await client.exists(s.keys.job(ids[0]), s.keys.job(ids[1]))).toBe(0);
     const cleaned = (await client.xrange(s.keys.events, '-', '+')).filter(([, f]) => f[1] === 'cleaned');
     expect(cleaned.map(([, f]) => f)).toEqual([['event', 'cleaned', 'jobId', '', 'count', '1'], ['event', 'cleaned', 'jobId', '', 'count', '1']]);
 
     const active = await activeJob(s);
-    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual({ removed: [], nextRank: -1 });
+    expect(await s.admin.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual({ removed: [], nextRank: -1 });
     await client.del(s.keys.lock(active.jobId));
-    expect(await s.scripts.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual({ removed: [active.jobId], nextRank: -1 });
+    expect(await s.admin.cleanJobsInSet('active', Date.now() + 1000, 0)).toEqual({ removed: [active.jobId], nextRank: -1 });
     expect(await client.llen(s.keys.active)).toBe(0);
   });
 
@@ -850,13 +850,13 @@ describe('cleanJobsInSet-2', () => {
     await s.scripts.addJobs(Array.from({ length: 1200 }, (_, i) => newJob({ timestamp: i % 2 === 0 ? 1000 : Date.now() })));
     const before = await client.lrange(s.keys.wait, '0', '-1'); // left end first: 1200 ... 1
     const old = (id: string) => Number(id) % 2 === 1; // ids 1, 3, 5, ...: added with timestamp 1000
-    const first = await s.scripts.cleanJobsInSet('wait', 1000, 0);
+    const first = await s.admin.cleanJobsInSet('wait', 1000, 0);
     expect(first.removed).toEqual(before.slice(0, 500).filter(old));
     expect(first.nextRank).toBe(250);
-    const second = await s.scripts.cleanJobsInSet('wait', 1000, 0, first.nextRank);
+    const second = await s.admin.cleanJobsInSet('wait', 1000, 0, first.nextRank);
     expect(second.removed).toEqual(before.slice(500, 1000).filter(old));
     expect(second.nextRank).toBe(500);
-    const third = await s.scripts.cleanJobsInSet('wait', 1000, 0, second.nextRank);
+    const third = await s.admin.cleanJobsInSet('wait', 1000, 0, second.nextRank);
     expect(third).toEqual({ removed: before.slice(1000).filter(old), nextRank: -1 });
     expect(await client.lrange(s.keys.wait, '0', '-1')).toEqual(before.filter((id) => !old(id)));
     expect(await client.exists(s.keys.job('1'), s.keys.job('1199'))).toBe(0);
@@ -865,7 +865,7 @@ describe('cleanJobsInSet-2', () => {
     // The limit stops a window half-way; the next rank is past the ids looked at.
     const z = scriptsFor(client);
     await client.zadd(z.keys.delayed, ...Array.from({ length: 10 }, (_, i) => [i, `d${i}`]).flat());
-    expect(await z.scripts.cleanJobsInSet('delayed', Date.now(), 3)).toEqual({ removed: ['d0', 'd1', 'd2'], nextRank: 0 });
+    expect(await z.admin.cleanJobsInSet('delayed', Date.now(), 3)).toEqual({ removed: ['d0', 'd1', 'd2'], nextRank: 0 });
     expect(await client.zcard(z.keys.delayed)).toBe(7);
   });
 });
@@ -877,10 +877,10 @@ describe('drain-5', () => {
     await s.scripts.addJob(newJob());
     await s.scripts.addJob(newJob({ priority: 2 }));
     const { jobId: delayed } = await s.scripts.addJob(newJob({ delay: 60_000 }));
-    expect(await s.scripts.drain(false)).toBe(0);
+    expect(await s.admin.drain(false)).toBe(0);
     expect(await client.exists(s.keys.wait, s.keys.prioritized, s.keys.job('2'), s.keys.job('3'))).toBe(0);
     expect(await client.zrange(s.keys.delayed, '0', '-1')).toEqual([delayed]);
-    expect(await s.scripts.drain(true)).toBe(0);
+    expect(await s.admin.drain(true)).toBe(0);
     expect(await client.exists(s.keys.delayed, s.keys.job(delayed))).toBe(0);
     expect(await client.lrange(s.keys.active, '0', '-1')).toEqual([active.jobId]);
   });
@@ -888,8 +888,8 @@ describe('drain-5', () => {
   it('works in batches of 1000 and reports what is left', async () => {
     const s = scriptsFor(client);
     await s.scripts.addJobs(Array.from({ length: 1200 }, () => newJob()));
-    expect(await s.scripts.drain(false)).toBe(200);
-    expect(await s.scripts.drain(false)).toBe(0);
+    expect(await s.admin.drain(false)).toBe(200);
+    expect(await s.admin.drain(false)).toBe(0);
     expect(await client.exists(s.keys.wait)).toBe(0);
   });
 });
@@ -899,21 +899,21 @@ describe('obliterate-2', () => {
     const s = scriptsFor(client);
     await activeJob(s);
     await s.scripts.addJob(newJob({ delay: 60_000 }));
-    await s.scripts.addLog('2', 'x', 0);
+    await s.control.addLog('2', 'x', 0);
     const before = await snapshot(client, s.keys);
-    expect(await s.scripts.obliterate(false)).toBe(-3);
+    expect(await s.admin.obliterate(false)).toBe(-3);
     expect(await snapshot(client, s.keys)).toEqual(before);
-    expect(await s.scripts.obliterate(true)).toBe(1);
+    expect(await s.admin.obliterate(true)).toBe(1);
     expect(await snapshot(client, s.keys)).toEqual({});
   });
 
   it('works in batches: 0 while more is left, 1 when all is gone', async () => {
     const s = scriptsFor(client);
     await s.scripts.addJobs(Array.from({ length: 1500 }, () => newJob()));
-    expect(await s.scripts.obliterate(false)).toBe(0);
+    expect(await s.admin.obliterate(false)).toBe(0);
     expect(await client.llen(s.keys.wait)).toBe(500);
     expect(await client.hget(s.keys.meta, 'paused')).toBe('1');
-    expect(await s.scripts.obliterate(false)).toBe(1);
+    expect(await s.admin.obliterate(false)).toBe(1);
     expect(await snapshot(client, s.keys)).toEqual({});
   });
 });
@@ -977,7 +977,7 @@ describe('finishJobs-13: a retried job (a failed attempt with attempts left, as 
 
     const p = scriptsFor(client);
     const [b] = await activeJobs(p, [{}]);
-    await p.scripts.pause('pause');
+    await p.admin.pause('pause');
     await p.scripts.finishJobs([retried(b.jobId, b.token)], Date.now(), 20_000);
     expect(await client.lrange(p.keys.paused, '0', '-1')).toEqual([b.jobId]);
     expect(await client.llen(p.keys.wait)).toBe(0);

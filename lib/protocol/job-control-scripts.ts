@@ -1,7 +1,8 @@
 import { isErrorCode } from './codes.js';
 import { EchoMQError } from './errors.js';
 import type { Keys } from './keys.js';
-import { Script, type RedisClient } from './script.js';
+import { Script, type RedisClient, type ScriptCall } from './script.js';
+import type { RemovedJob, RemoveJobCall } from './script-shapes.js';
 import type { ScriptArg } from './script-command.js';
 import { SCRIPTS } from './script-registry.js';
 
@@ -20,8 +21,8 @@ export const MAX_MOVE_BATCH = 10_000;
 
 /**
  * The typed bindings of a queue's job control scripts (docs/job-control.md): one job's data,
- * delay, priority, promotion and a handler's move to delayed, and the batches of retryJobs and
- * promoteJobs. Like Scripts, it builds each KEYS array in one place, turns a negative code into
+ * delay, priority, promotion, progress, logs, removal and retry, a handler's move to delayed, and
+ * the batches of retryJobs and promoteJobs. Like Scripts, it builds each KEYS array in one place, turns a negative code into
  * an EchoMQError, and sends no other command.
  */
 export class JobControlScripts {
@@ -98,6 +99,57 @@ export class JobControlScripts {
     return outcome;
   }
 
+  async updateProgress(jobId: string, progress: string): Promise<void> {
+    const reply = await this.call({
+      script: SCRIPTS.updateProgress,
+      keys: [this.keys.job(jobId), this.keys.events],
+      args: [jobId, progress, this.maxEvents],
+    });
+    this.throwIfCode(reply, jobId, SCRIPTS.updateProgress);
+  }
+
+  /** Appends a log line; returns how many lines the job keeps. */
+  async addLog(jobId: string, line: string, keep: number): Promise<number> {
+    const reply = await this.call({
+      script: SCRIPTS.addLog,
+      keys: [this.keys.job(jobId), this.keys.logs(jobId)],
+      args: [line, keep],
+    });
+    this.throwIfCode(reply, jobId, SCRIPTS.addLog);
+    return reply as number;
+  }
+
+  /**
+   * Removes a job with its flow keys (removeJob-14): 'removed', 'locked' (a worker holds it;
+   * nothing changed), 'reparented' (`expectedParent` given and not its parent: nothing changed)
+   * or 'missing'. A removed child of a flow answers the notice for its parent now
+   * in this queue (to deliver); a removed parent, with `children`, its unsettled children's keys.
+   */
+  async removeJob(jobId: string, opts: RemoveJobCall = { children: false, notifyParent: true }): Promise<RemovedJob> {
+    const k = this.keys;
+    const reply = await this.call({
+      script: SCRIPTS.removeJob,
+      keys: [k.wait, k.paused, k.active, k.prioritized, k.delayed, k.completed, k.failed, k.stalled, k.events, k.job(jobId),
+        k.waitingChildren, k.flowPending, k.notices, k.noticeData],
+      args: [jobId, this.maxEvents, opts.children ? '1' : '0', opts.notifyParent ? '1' : '0', Date.now(), opts.expectedParent ?? ''],
+    }) as [number, string?, ...string[]];
+    const [code, notice, ...children] = reply;
+    if (code === 0) return { outcome: 'locked', children: [] };
+    if (code === 2) return { outcome: 'reparented', children: [] };
+    if (code !== 1) return { outcome: 'missing', children: [] };
+    return { outcome: 'removed', notice: notice === '' ? undefined : notice, children };
+  }
+
+  async reprocessJob(jobId: string, from: 'failed' | 'completed'): Promise<void> {
+    const k = this.keys;
+    const reply = await this.call({
+      script: SCRIPTS.reprocessJob,
+      keys: [k.job(jobId), k.state(from), k.wait, k.paused, k.meta, k.prioritized, k.pc, k.marker, k.events],
+      args: [jobId, this.maxEvents],
+    });
+    this.throwIfCode(reply, jobId, SCRIPTS.reprocessJob, `it is not in ${from}`);
+  }
+
   /** Where a script that makes jobs ready puts them, in the order pushReady takes its keys. */
   private readyKeys(): string[] {
     const k = this.keys;
@@ -106,6 +158,10 @@ export class JobControlScripts {
 
   private run(script: Script, keys: string[], args: ScriptArg[]): Promise<unknown> {
     return script.run(this.client, keys, args);
+  }
+
+  private call(call: ScriptCall): Promise<unknown> {
+    return call.script.run(this.client, call.keys, call.args);
   }
 
   private throwIfCode(reply: unknown, jobId: string, script: Script, notInState?: string): void {

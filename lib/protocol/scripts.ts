@@ -1,13 +1,12 @@
 import { EchoMQError } from './errors.js';
 import { isErrorCode } from './codes.js';
-import type { JobState, Keys } from './keys.js';
+import type { Keys } from './keys.js';
 import { runPipelined, type RedisClient, type Script, type ScriptCall } from './script.js';
 import type { ScriptArg } from './script-command.js';
 import { ADD_BATCH, SCRIPTS } from './script-registry.js';
 import { addedJob, batchPickups, pairsOf, pickupOf } from './script-replies.js';
 import {
-  PICKUP_KEYS, type AddedJob, type Finish, type NewJob, type Pickup, type RateLimit, type RemovedJob,
-  type RemoveJobCall, type Retry, type SweepResult,
+  PICKUP_KEYS, type AddedJob, type Finish, type NewJob, type Pickup, type RateLimit, type Retry, type SweepResult,
 } from './script-shapes.js';
 
 /**
@@ -242,101 +241,6 @@ export class Scripts {
       args: [maxStalledCount, k.base, timestamp, stalledInterval, this.maxEvents],
     })) as [string[], string[]];
     return { movedToWait: pairsOf(reply[0]), movedToFailed: pairsOf(reply[1]) };
-  }
-
-  /** Pauses or resumes; true when the state changed. */
-  async pause(action: 'pause' | 'resume'): Promise<boolean> {
-    const k = this.keys;
-    const reply = await this.call({
-      script: SCRIPTS.pause,
-      keys: [k.wait, k.paused, k.meta, k.prioritized, k.marker, k.events],
-      args: [action, this.maxEvents],
-    });
-    return reply === 1;
-  }
-
-  async updateProgress(jobId: string, progress: string): Promise<void> {
-    const reply = await this.call({
-      script: SCRIPTS.updateProgress,
-      keys: [this.keys.job(jobId), this.keys.events],
-      args: [jobId, progress, this.maxEvents],
-    });
-    this.throwIfCode(reply, jobId, SCRIPTS.updateProgress);
-  }
-
-  /** Appends a log line; returns how many lines the job keeps. */
-  async addLog(jobId: string, line: string, keep: number): Promise<number> {
-    const reply = await this.call({
-      script: SCRIPTS.addLog,
-      keys: [this.keys.job(jobId), this.keys.logs(jobId)],
-      args: [line, keep],
-    });
-    this.throwIfCode(reply, jobId, SCRIPTS.addLog);
-    return reply as number;
-  }
-
-  /**
-   * Removes a job with its flow keys (removeJob-14): 'removed', 'locked' (a worker holds it;
-   * nothing changed), 'reparented' (`expectedParent` given and not its parent: nothing changed)
-   * or 'missing'. A removed child of a flow answers the notice for its parent now
-   * in this queue (to deliver); a removed parent, with `children`, its unsettled children's keys.
-   */
-  async removeJob(jobId: string, opts: RemoveJobCall = { children: false, notifyParent: true }): Promise<RemovedJob> {
-    const k = this.keys;
-    const reply = await this.call({
-      script: SCRIPTS.removeJob,
-      keys: [k.wait, k.paused, k.active, k.prioritized, k.delayed, k.completed, k.failed, k.stalled, k.events, k.job(jobId),
-        k.waitingChildren, k.flowPending, k.notices, k.noticeData],
-      args: [jobId, this.maxEvents, opts.children ? '1' : '0', opts.notifyParent ? '1' : '0', Date.now(), opts.expectedParent ?? ''],
-    }) as [number, string?, ...string[]];
-    const [code, notice, ...children] = reply;
-    if (code === 0) return { outcome: 'locked', children: [] };
-    if (code === 2) return { outcome: 'reparented', children: [] };
-    if (code !== 1) return { outcome: 'missing', children: [] };
-    return { outcome: 'removed', notice: notice === '' ? undefined : notice, children };
-  }
-
-  async reprocessJob(jobId: string, from: 'failed' | 'completed'): Promise<void> {
-    const k = this.keys;
-    const reply = await this.call({
-      script: SCRIPTS.reprocessJob,
-      keys: [k.job(jobId), k.state(from), k.wait, k.paused, k.meta, k.prioritized, k.pc, k.marker, k.events],
-      args: [jobId, this.maxEvents],
-    });
-    this.throwIfCode(reply, jobId, SCRIPTS.reprocessJob, `it is not in ${from}`);
-  }
-
-  /**
-   * One window of a clean (cleanJobsInSet-2): up to `limit` (0 = any number) of the jobs of
-   * `state` at or before `cutoff`, among the ids from rank `fromRank` on. Returns the removed ids
-   * and the rank the next window starts at, or -1 at the end of the state.
-   */
-  async cleanJobsInSet(state: JobState, cutoff: number, limit: number, fromRank = 0): Promise<{ removed: string[]; nextRank: number }> {
-    const [removed, nextRank] = (await this.call({
-      script: SCRIPTS.cleanJobsInSet,
-      keys: [this.keys.state(state), this.keys.events],
-      args: [this.keys.base, cutoff, limit, this.maxEvents, fromRank],
-    })) as [string[], number];
-    return { removed, nextRank };
-  }
-
-  /** One drain batch; returns how many jobs are left to remove. */
-  async drain(withDelayed: boolean): Promise<number> {
-    const k = this.keys;
-    return (await this.call({
-      script: SCRIPTS.drain,
-      keys: [k.wait, k.paused, k.prioritized, k.delayed, k.events],
-      args: [k.base, withDelayed ? '1' : '0', this.maxEvents],
-    })) as number;
-  }
-
-  /** One obliterate batch: 1 done, 0 more to do, -3 refused because jobs are active. */
-  async obliterate(force: boolean): Promise<number> {
-    return (await this.call({
-      script: SCRIPTS.obliterate,
-      keys: [this.keys.meta, this.keys.active],
-      args: [this.keys.base, force ? '1' : '0'],
-    })) as number;
   }
 
   private addKeys(): string[] {

@@ -2,13 +2,15 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomUUID as uuid } from 'node:crypto';
 import { Keys } from '../../lib/index.js';
 import { Scripts, type Pickup } from '../../lib/internal.js';
+import { AdminScripts } from '../../lib/protocol/admin-scripts.js';
+import { JobControlScripts } from '../../lib/protocol/job-control-scripts.js';
 import type { NewJob } from '../../lib/protocol/script-shapes.js';
 import { scanKeys, uniqueQueueName } from './redis.js';
 
-/** A queue's Keys and Scripts on a test connection, to call the lua scripts directly. */
-export function scriptsFor(client: Redis | Cluster, queueName = uniqueQueueName('s')): { keys: Keys; scripts: Scripts } {
+/** A queue's Keys and script bindings on a test connection, to call the lua scripts directly. */
+export function scriptsFor(client: Redis | Cluster, queueName = uniqueQueueName('s')): { keys: Keys; scripts: Scripts; control: JobControlScripts; admin: AdminScripts } {
   const keys = new Keys(queueName);
-  return { keys, scripts: new Scripts(client, keys, 1000) };
+  return { keys, scripts: new Scripts(client, keys, 1000), control: new JobControlScripts(client, keys, 1000), admin: new AdminScripts(client, keys, 1000) };
 }
 
 /** A NewJob as addJob-9 takes it, with plain defaults. */

@@ -1,5 +1,5 @@
 import { EchoMQOptionError } from '../../protocol/errors.js';
-import { FlowScripts, type FlowAddCode } from '../../protocol/flow-scripts.js';
+import { FlowScripts } from '../../protocol/flow-scripts.js';
 import { DEFAULT_PREFIX, Keys } from '../../protocol/keys.js';
 import { assertPrefix, describe } from '../../protocol/names.js';
 import type { RedisClient } from '../../protocol/script.js';
@@ -7,11 +7,11 @@ import { closeClient, connect, type ConnectionInput } from '../core/connection.j
 import { DEFAULTS } from '../core/defaults.js';
 import { Job } from '../job/job.js';
 import { QueuePart } from '../job/queue-part.js';
-import { explainRedisError } from '../core/redis-health.js';
 import { FLOW_OPERATIONS } from './flow-operations.js';
 import { checkGetFlowOptions, readFlow, type FlowTreeNode, type GetFlowOptions } from './flow-reader.js';
-import { levelsOf, planFlow, type FlowJob, type FlowNode } from './flow-tree.js';
+import { planFlow, type FlowJob, type FlowNode } from './flow-tree.js';
 import { ParentNotices } from './parent-notices.js';
+import { FlowWriter } from './flow-writer.js';
 import { ATTRIBUTES } from '../telemetry/attributes.js';
 import { traceAdd } from '../telemetry/producer-span.js';
 import { telemetryOf, type Attributes, type Telemetry } from '../core/telemetry.js';
@@ -37,11 +37,6 @@ export interface JobNode {
   children?: JobNode[];
 }
 
-/** Jobs per addFlowJobs-15 call; their children's keys and specs ride along, so fewer than a plain add's. */
-const NODES_PER_CALL = 200;
-/** Children per addFlowJobs-15 call (a parent with more goes alone in its call: at most MAX_CHILDREN). */
-const CHILDREN_PER_CALL = 1000;
-
 /**
  * FlowProducer (BullMQ's name): adds trees of jobs over any queues, where a parent runs only once
  * its children have finished (docs/flows.md). The tree is written top-down, a level at a time: each
@@ -60,6 +55,7 @@ export class FlowProducer {
   private readonly telemetry?: Telemetry;
   private readonly parts = new Map<string, QueuePart>();
   private closing?: Promise<void>;
+  private readonly writer: FlowWriter;
 
   constructor(opts: FlowProducerOptions = {}) {
     if (typeof opts !== 'object' || opts === null) throw new EchoMQOptionError('FlowProducer options', `must be an object, got ${describe(opts)}`);
@@ -71,6 +67,7 @@ export class FlowProducer {
     const { client, owned } = connect(opts.connection);
     this.client = client;
     this.ownsClient = owned;
+    this.writer = new FlowWriter(client, (queueName, prefix) => this.partOf(queueName, prefix).flows, (queueName, prefix) => this.noticesOf(queueName, prefix));
   }
 
   /** Adds a tree; answers its jobs as a tree of JobNodes. Nothing is written when a job of it is refused. */
@@ -99,7 +96,7 @@ export class FlowProducer {
   private async addTree(flow: FlowJob, metadata?: string): Promise<JobNode> {
     const root = planFlow(flow, this.prefix, this.maxDataSize, 'flow', metadata);
     this.assertOpen();
-    await this.write([root]);
+    await this.writer.write([root]);
     return this.nodeOf(root);
   }
 
@@ -107,7 +104,7 @@ export class FlowProducer {
     if (!Array.isArray(flows)) throw new EchoMQOptionError('addBulk', `takes an array of flows, got ${describe(flows)}`);
     const roots = flows.map((flow, i) => planFlow(flow, this.prefix, this.maxDataSize, `addBulk[${i}]`, metadata));
     this.assertOpen();
-    await this.write(roots);
+    await this.writer.write(roots);
     return roots.map((root) => this.nodeOf(root));
   }
 
@@ -126,101 +123,6 @@ export class FlowProducer {
   async close(): Promise<void> {
     this.closing ??= this.ownsClient ? closeClient(this.client) : Promise.resolve();
     return this.closing;
-  }
-
-  /**
-   * Writes the trees a level at a time, then clears the intents of the level above. A tree whose
-   * root exists already (an add sent again, or the same ids added twice) is not written again:
-   * the root is left as it is, and its intent, if a producer died writing it, is the sweep's.
-   */
-  private async write(roots: FlowNode[]): Promise<void> {
-    await this.refuseTakenIds(roots);
-    const rootCodes = await this.addLevel(roots);
-    const written = roots.filter((_, i) => rootCodes[i] === 'added');
-    const levels = written.map(levelsOf);
-    const depth = Math.max(0, ...levels.map((l) => l.length));
-    for (let d = 1; d < depth; d++) {
-      await this.addLevel(levels.flatMap((l) => l[d] ?? []));
-      await this.ackParents(levels.flatMap((l) => l[d - 1] ?? []).filter((node) => node.children.length > 0));
-    }
-  }
-
-  /**
-   * Custom ids that another job holds (one not of this parent, or with another parent link) are
-   * refused before anything is written. Roots are not checked: a root that exists is answered as
-   * it is. A race with another add is still caught by addFlowJobs-15 (addLevel).
-   */
-  private async refuseTakenIds(roots: FlowNode[]): Promise<void> {
-    const custom: Array<{ node: FlowNode; at: string }> = [];
-    const visit = (node: FlowNode, at: string) => node.children.forEach((child, i) => {
-      const path = `${at}.children[${i}]`;
-      if (child.customId) custom.push({ node: child, at: path });
-      visit(child, path);
-    });
-    roots.forEach((root, i) => visit(root, roots.length === 1 ? 'flow' : `addBulk[${i}]`));
-    if (custom.length === 0) return;
-    const pipeline = this.client.pipeline();
-    for (const { node } of custom) pipeline.hmget(node.keys.job(node.record.id), 'name', 'parentKey');
-    const replies = (await pipeline.exec()) ?? [];
-    custom.forEach(({ node, at }, i) => {
-      const [error, reply] = replies[i];
-      if (error) throw error;
-      const [name, parentKey] = reply as [string | null, string | null];
-      if (name !== null && parentKey !== node.record.parentKey) {
-        throw new EchoMQOptionError(`${at}.opts.jobId`, `is ${node.record.id}: queue ${node.queueName} holds a job of that id that is not this parent's child; nothing was written`);
-      }
-    });
-  }
-
-  /** Adds one level (addFlowJobs-15, per queue, in bounded calls); one code per node, in order. */
-  private async addLevel(level: FlowNode[]): Promise<FlowAddCode[]> {
-    const codes = new Array<FlowAddCode>(level.length);
-    const byQueue = groupBy(level.map((node, i) => ({ node, i })), ({ node }) => node.keys.base);
-    await Promise.all([...byQueue.values()].map(async (entries) => {
-      const { queueName, prefix } = entries[0].node;
-      const scripts = this.partOf(queueName, prefix).flows;
-      for (const chunk of chunksOf(entries)) {
-        const answered = await scripts.addFlowJobs(chunk.map(({ node }) => node.record), Date.now()).catch((error: unknown) => {
-          throw explainRedisError(error, `add of a flow's jobs to queue ${queueName}`);
-        });
-        answered.forEach((code, j) => (codes[chunk[j].i] = code));
-        const finished = chunk.filter((_, j) => answered[j] === 'finished').map(({ node }) => node.record.id);
-        if (finished.length > 0) await this.noticesOf(queueName, prefix).deliverStored(finished);
-        const taken = chunk.filter((_, j) => answered[j] === 'taken').map(({ node }) => node);
-        if (taken.length > 0) await this.dropTaken(taken);
-      }
-    }));
-    return codes;
-  }
-
-  /**
-   * A child id taken by another job between refuseTakenIds and the write (a race with another
-   * add): its parent forgets it (settled as removed), so no parent waits for a child that is not
-   * its own; then the add fails, naming it.
-   */
-  private async dropTaken(taken: FlowNode[]): Promise<void> {
-    const root = taken.find((node) => node.parent === undefined);
-    if (root) {
-      // Nothing of its tree was written: a root comes first.
-      throw new EchoMQOptionError('opts.jobId', `is ${root.record.id}: queue ${root.queueName} holds a job of that id that is a child in another flow; nothing was written`);
-    }
-    for (const node of taken) {
-      const parent = node.parent!;
-      await this.partOf(parent.queueName, parent.prefix).flows.settleChildren([{ parentId: parent.record.id,
-        childKey: node.keys.job(node.record.id), outcome: 'failed', value: 'the id was taken by another job', policy: 'remove' }], Date.now());
-    }
-    const node = taken[0];
-    throw new EchoMQOptionError('opts.jobId', `is ${node.record.id}: queue ${node.queueName} holds a job of that id that is not this flow's; its parent was told to do without it`);
-  }
-
-  /** The children of these parents exist now: their intents are cleared. */
-  private async ackParents(parents: FlowNode[]): Promise<void> {
-    await Promise.all(parents.map((parent) =>
-      this.scriptsOf(parent).ackPending(parent.record.id, parent.record.children.map((child) => child.key))));
-  }
-
-  private scriptsOf(node: FlowNode): FlowScripts {
-    return this.partOf(node.queueName, node.prefix).flows;
   }
 
   /** Delivers the notices of a queue's re-added children that had finished (addFlowJobs-15 wrote them again). */
@@ -255,35 +157,6 @@ export class FlowProducer {
   private assertOpen(): void {
     if (this.closing) throw new Error('EchoMQ: this FlowProducer is closed');
   }
-}
-
-/** A level's entries of one queue in calls of at most NODES_PER_CALL jobs and CHILDREN_PER_CALL children (a bigger parent alone). */
-function chunksOf<T extends { node: FlowNode }>(entries: T[]): T[][] {
-  const chunks: T[][] = [];
-  let chunk: T[] = [];
-  let children = 0;
-  for (const entry of entries) {
-    const count = entry.node.children.length;
-    if (chunk.length > 0 && (chunk.length >= NODES_PER_CALL || children + count > CHILDREN_PER_CALL)) {
-      chunks.push(chunk);
-      chunk = [];
-      children = 0;
-    }
-    chunk.push(entry);
-    children += count;
-  }
-  if (chunk.length > 0) chunks.push(chunk);
-  return chunks;
-}
-
-function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const group = groups.get(keyOf(item));
-    if (group) group.push(item);
-    else groups.set(keyOf(item), [item]);
-  }
-  return groups;
 }
 
 /**

@@ -3,7 +3,7 @@ import { FlowScripts } from '../../protocol/flow-scripts.js';
 import type { Keys } from '../../protocol/keys.js';
 import { describe } from '../../protocol/names.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { Scripts } from '../../protocol/scripts.js';
+import { JobControlScripts } from '../../protocol/job-control-scripts.js';
 import { DEFAULTS } from '../core/defaults.js';
 import type { JobContext, RemoveOptions } from '../job/job-context.js';
 import { parseNotice } from './notice.js';
@@ -28,7 +28,7 @@ export async function removeJobOfFlow(context: JobContext, jobId: string, opts: 
   }
   const removeChildren = opts.removeChildren !== false;
   const maxEvents = context.maxEvents ?? DEFAULTS.maxEvents;
-  const removed = await context.scripts.removeJob(jobId, { children: removeChildren, notifyParent: true });
+  const removed = await context.control.removeJob(jobId, { children: removeChildren, notifyParent: true });
   // 'reparented' needs an expected parent, which this call does not give.
   if (removed.outcome !== 'removed') return removed.outcome === 'reparented' ? 'missing' : removed.outcome;
   if (removed.notice !== undefined) await tellParent(context.client, context.keys, jobId, removed.notice, maxEvents);
@@ -72,10 +72,10 @@ async function tellParent(client: RedisClient, keys: Keys, childId: string, json
  * expected parent): one removed and added again under another parent since is that one's now.
  */
 async function removeDescendants(client: RedisClient, parentKey: string, childKeys: string[], maxEvents: number): Promise<void> {
-  const scripts = new Map<string, Scripts>();
-  const scriptsOf = (keys: Keys): Scripts => {
+  const scripts = new Map<string, JobControlScripts>();
+  const scriptsOf = (keys: Keys): JobControlScripts => {
     let found = scripts.get(keys.base);
-    if (!found) scripts.set(keys.base, (found = new Scripts(client, keys, maxEvents)));
+    if (!found) scripts.set(keys.base, (found = new JobControlScripts(client, keys, maxEvents)));
     return found;
   };
   let level = childKeys.map((childKey) => ({ childKey, parentKey }));

@@ -106,7 +106,7 @@ export class Job<Data = unknown, Result = unknown> {
   /** Stores progress (any JSON value) and emits a `progress` event. */
   async updateProgress(progress: unknown): Promise<void> {
     const json = toJson(progress, 'progress');
-    await this.context.scripts.updateProgress(this.id, json);
+    await this.context.control.updateProgress(this.id, json);
     this.progress = progress;
     this.context.onProgress?.(this as Job, progress);
   }
@@ -114,7 +114,7 @@ export class Job<Data = unknown, Result = unknown> {
   /** Appends a line to the job's log; returns how many lines it keeps. */
   async log(line: string): Promise<number> {
     if (typeof line !== 'string') throw new EchoMQOptionError('log line', 'must be a string');
-    return this.context.scripts.addLog(this.id, line, this.opts.keepLogs ?? 0);
+    return this.context.control.addLog(this.id, line, this.opts.keepLogs ?? 0);
   }
 
   /** The job's log lines, oldest first. */
@@ -140,7 +140,7 @@ export class Job<Data = unknown, Result = unknown> {
   /** Sends a failed (or, with 'completed', a completed) job back to wait for a new round of attempts. */
   async retry(from: 'failed' | 'completed' = 'failed'): Promise<void> {
     if (from !== 'failed' && from !== 'completed') throw new EchoMQOptionError('from', `is ${describe(from)}; a job is retried from "failed" or "completed"`);
-    await this.context.scripts.reprocessJob(this.id, from);
+    await this.context.control.reprocessJob(this.id, from);
     this.context.wake?.();
     this.attemptsMade = 0;
     this.failedReason = undefined;

@@ -1,6 +1,7 @@
 import { Keys, type JobState } from '../../protocol/keys.js';
 import { autoIdPrefix, partitionQueueName } from '../../protocol/partitions.js';
 import { FlowScripts } from '../../protocol/flow-scripts.js';
+import { AdminScripts } from '../../protocol/admin-scripts.js';
 import { JobControlScripts } from '../../protocol/job-control-scripts.js';
 import type { RedisClient } from '../../protocol/script.js';
 import { SchedulerScripts } from '../../protocol/scheduler-scripts.js';
@@ -40,6 +41,8 @@ export class QueuePart {
   readonly scripts: Scripts;
   readonly schedulerScripts: SchedulerScripts;
   readonly control: JobControlScripts;
+  /** Queue-wide: pause, clean, drain, obliterate. */
+  readonly admin: AdminScripts;
   readonly flows: FlowScripts;
   readonly context: JobContext;
   /**
@@ -61,6 +64,7 @@ export class QueuePart {
     this.scripts = new Scripts(client, this.keys, maxEvents, autoIdPrefix(index, partitions));
     this.schedulerScripts = new SchedulerScripts(client, this.keys, maxEvents);
     this.control = new JobControlScripts(client, this.keys, maxEvents);
+    this.admin = new AdminScripts(client, this.keys, maxEvents);
     const wake = partitions === 1 ? undefined : () => this.wake();
     this.flows = new FlowScripts(client, this.keys, maxEvents);
     this.context = { queueName: name, keys: this.keys, scripts: this.scripts, control: this.control, flows: this.flows, maxEvents, client, maxDataSize, wake, flowOperations };

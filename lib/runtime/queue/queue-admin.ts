@@ -210,13 +210,13 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
 
   /** Stops workers from taking new jobs; running jobs go on to their end. Every partition is paused. */
   async pause(): Promise<void> {
-    await Promise.all(this.parts.map((part) => part.scripts.pause('pause')));
+    await Promise.all(this.parts.map((part) => part.admin.pause('pause')));
   }
 
   /** Lets workers take jobs again, from every partition. */
   async resume(): Promise<void> {
     await Promise.all(this.parts.map(async (part) => {
-      await part.scripts.pause('resume');
+      await part.admin.pause('resume');
       part.wake();
     }));
   }
@@ -232,7 +232,7 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
    * One drain-5 call removes at most 1,000 jobs; it loops until none is left, partition by partition.
    */
   async drain(delayed = false): Promise<void> {
-    for (const part of this.parts) while ((await part.scripts.drain(delayed)) > 0);
+    for (const part of this.parts) while ((await part.admin.drain(delayed)) > 0);
   }
 
   /**
@@ -252,7 +252,7 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
       let rank = 0;
       do {
         if (limit > 0 && removed.length >= limit) return removed;
-        const swept = await part.scripts.cleanJobsInSet(state, cutoff, limit === 0 ? 0 : limit - removed.length, rank);
+        const swept = await part.admin.cleanJobsInSet(state, cutoff, limit === 0 ? 0 : limit - removed.length, rank);
         removed.push(...swept.removed);
         rank = swept.nextRank;
       } while (rank >= 0);
@@ -274,7 +274,7 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
     }
     for (const part of this.parts) {
       for (;;) {
-        const reply = await part.scripts.obliterate(force);
+        const reply = await part.admin.obliterate(force);
         if (reply === 1) break;
         if (reply === -3) throw activeRefusal();
       }

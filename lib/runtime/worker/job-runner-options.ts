@@ -9,6 +9,17 @@ import type { FinishBatcher } from './finish-batcher.js';
 import type { Job } from '../job/job.js';
 import type { RunSlots } from './run-slots.js';
 import type { BackoffStrategy } from './worker-options.js';
+import type { PickupFields } from './pickup-fields.js';
+
+/** A job just taken into active, with the token that holds its lock. */
+export interface ActiveJob {
+  id: string;
+  /** The job's hash: HGETALL's flat array (as the scripts return it) or its object form. */
+  fields: PickupFields;
+  token: string;
+  /** When the pickup that set the lock was sent (the lock is at least this fresh). */
+  acquiredAt?: number;
+}
 
 /** How a lane finishes the jobs of flows (a child, or a parent with flow keys): finishFlowJobs-15 (FinishBatcher.finishFlow), then the notice to the parent. */
 export interface FlowFinishing {

@@ -4,22 +4,15 @@ import { randomUUID as uuid } from 'node:crypto';
 import type { Keys } from '../../protocol/keys.js';
 import { assertQueueName } from '../../protocol/names.js';
 import { assertPartitionedName } from '../../protocol/partitions.js';
-import type { RedisClient } from '../../protocol/script.js';
-import { CloseTimeoutError } from '../core/close-timeout-error.js';
-import { closeClient, connect, connectBlocking, dropClient } from '../core/connection.js';
 import { SingleLaneSource, type JobSource } from './job-source.js';
-import type { ActiveJob } from './job-runner.js';
 import type { ProcessorFunction } from '../queue/processor.js';
 import { LockManager } from '../locks/lock-manager.js';
 import { refuseSandboxOptions, resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerConstructorOptions } from './worker-options.js';
 import { TRANSITIONS, type PlainEvent, type WorkerEvents, type WorkerState } from './worker-events.js';
-import { partitionCountError } from '../queue/partition-count.js';
 import { PartitionFetcher } from './partition-fetcher.js';
-import { PartitionWaker } from './partition-waker.js';
-import { evictionPolicyWarning, PARTITIONS_NEED, redisVersionError } from '../core/redis-health.js';
+import { evictionPolicyWarning } from '../core/redis-health.js';
 import { RunSlots } from './run-slots.js';
 import { Sleeper } from '../core/sleeper.js';
-import { redisSilentFor } from './redis-silence.js';
 import { WorkerLane, type LaneOwner } from './worker-lane.js';
 import { WorkerLimits } from './worker-limits.js';
 import { WorkerPresence } from './worker-presence.js';
@@ -32,25 +25,25 @@ import { SandboxPool } from '../sandbox/sandbox-pool.js';
 import { CancelWatch } from './cancel-watch.js';
 import { underRootContext } from '../telemetry/guarded-context.js';
 import { StallSpans } from './stall-spans.js';
-
+import { FetchLoop } from './fetch-loop.js';
+import { WorkerConnections } from './worker-connections.js';
+import { preflight } from './worker-preflight.js';
+import { WorkerShutdown } from './worker-shutdown.js';
 
 /**
  * Worker: takes jobs from a queue and runs them through a processor, `concurrency` at a time.
- * Its parts: a fetch loop over a JobSource, and a WorkerLane per hash tag of the queue (one for a
- * plain queue, one per partition of a partitioned one), each with its Fetcher, heartbeat (a
- * WorkerLocks of its LockManager), stalled sweep (StalledSweeper) and job runner (JobRunner); the
+ * Its parts: a fetch loop (FetchLoop) over a JobSource, and a WorkerLane per hash tag of the queue
+ * (one for a plain queue, one per partition of a partitioned one), each with its Fetcher, heartbeat
+ * (a WorkerLocks of its LockManager), stalled sweep (StalledSweeper) and job runner (JobRunner); the
  * limits its pickups keep (WorkerLimits) and its registry entry (WorkerPresence), both carried by
- * its heartbeat.
+ * its heartbeat; its connections (WorkerConnections) and its close (WorkerShutdown). This class
+ * builds them and holds the lifecycle (TRANSITIONS) and the public face.
  */
 export class Worker<Data = unknown, Result = unknown> extends EventEmitter<WorkerEvents> {
   readonly id = uuid();
   readonly options: ResolvedWorkerOptions;
   readonly lockManager: LockManager;
-  private readonly client: RedisClient;
-  private readonly ownsClient: boolean;
-  /** A plain queue's marker connection (BZPOPMIN); a partitioned queue's worker has a waker instead. */
-  private readonly blockingClient?: RedisClient;
-  private readonly waker?: PartitionWaker;
+  private readonly connections: WorkerConnections;
   private readonly ownsLockManager: boolean;
   private readonly lanes: WorkerLane[] = [];
   private readonly source: JobSource;
@@ -59,7 +52,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   /** Its entry in the worker registry (queue.getWorkers()) and the read of the limits, in each heartbeat tick. */
   private readonly presence: WorkerPresence;
   /** With `metrics`: its per-minute counts of finished jobs (queue.getMetrics). */
-  private metrics?: MetricsRecorder;
+  private readonly metrics?: MetricsRecorder;
   /** The source of a partitioned queue's worker (the same object as `source`). */
   private readonly partitionFetcher?: PartitionFetcher;
   private state: WorkerState = 'created';
@@ -69,22 +62,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
    * a transition, a slot freed, close(true).
    */
   private readonly sleeper = new Sleeper();
-  /** Jobs this worker holds at most: concurrency, plus prefetch. */
-  private readonly holds: number;
   /** With prefetch: where a job held ahead waits for a handler to end (docs/prefetch.md). */
   private readonly slots?: RunSlots;
-  private running = 0;
-  /** A moveToActive is in flight: a job it takes will run, so pause() waits for it too. */
-  private fetching = false;
-  private loop?: Promise<void>;
+  private readonly loop: FetchLoop;
+  private loopDone?: Promise<void>;
+  private readonly shutdown: WorkerShutdown;
   private closing?: Promise<void>;
   /** Resolved by the first close(): run() resolves with the close, not with the fetch loop. */
   private closeRequested!: () => void;
   private readonly closeBegan = new Promise<void>((resolve) => (this.closeRequested = resolve));
-  /** What close() waits for now, named by a CloseTimeoutError if the time runs out. */
-  private closeStep = 'nothing';
-  private idleEmitted = true;
-  private forced = false;
   /** The threads or child processes that run a processor file (docs/sandbox.md); none for a function. */
   private readonly sandbox?: SandboxPool;
 
@@ -97,87 +83,66 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     assertQueueName(name);
     if (typeof processor === 'function') refuseSandboxOptions(opts);
     this.options = resolveWorkerOptions(opts);
-    const { concurrency, prefetch } = this.options;
-    this.holds = concurrency + prefetch;
+    const { concurrency, prefetch, partitions, telemetry, lockRenewTime } = this.options;
+    const holds = concurrency + prefetch;
     if (prefetch > 0) this.slots = new RunSlots(concurrency);
     if (typeof processor !== 'function') {
       // Under the empty context (with a telemetry that has one): the pool starts its sandboxes in
       // the context it was made in, which their threads or processes then keep for their lives.
-      this.sandbox = underRootContext(this.options.telemetry, () => SandboxPool.open(processor, opts, {
-        concurrency: this.options.concurrency,
+      this.sandbox = underRootContext(telemetry, () => SandboxPool.open(processor, opts, {
+        concurrency,
         report: (error) => this.reportError(error),
         rateLimit: (ms) => this.rateLimit(ms),
       }), (error) => this.reportError(error));
     }
-    const { partitions } = this.options;
     assertPartitionedName(name, partitions);
-    const { client, owned } = connect(opts.connection);
-    this.client = client;
-    this.ownsClient = owned;
-    if (partitions === 1) this.blockingClient = connectBlocking(opts.connection);
-    const { telemetry } = this.options;
-    const stallSpans = telemetry && new StallSpans(telemetry, client, name, (error) => this.reportError(error));
+    const connections = (this.connections = new WorkerConnections(opts.connection, partitions));
+    const { client } = connections;
     this.lockManager = opts.lockManager ?? new LockManager();
     this.ownsLockManager = opts.lockManager === undefined;
     this.limits = new WorkerLimits(this.options, () => this.limitsChanged());
-    const owner: LaneOwner = {
-      workerId: this.id, queueName: name, partitions, client, blockingClient: this.blockingClient, options: this.options,
-      limits: this.limits, lockManager: this.lockManager, processor: this.sandbox?.processor ?? processor as ProcessorFunction, sandboxed: this.sandbox !== undefined,
-      runnerEvents: {
-        active: (job) => this.emitSafely('active', job),
-        completed: (job, result) => {
-          this.metrics?.count('completed');
-          this.emitSafely('completed', job, result);
-        },
-        failed: (job, error, willRetry) => {
-          if (!willRetry) this.metrics?.count('failed');
-          this.emitSafely('failed', job, error, willRetry);
-        },
-        lockLost: (job, error) => this.emitSafely('lockLost', job, error),
-        error: (error) => this.reportError(error),
-      },
-      onProgress: (job, progress) => this.emitSafely('progress', job, progress),
-      onSwept: (lane, result) => {
-        this.lockManager.reportStalled(lane.keys.queueName, this.id, result);
-        // Back in wait: work for any worker. To failed: room in a partition full under partitionConcurrency.
-        if (result.movedToWait.length > 0 || result.movedToFailed.length > 0) this.partitionFetcher?.announce(lane);
-        // To failed under a queue-wide concurrency: a slot freed that no marker announced (the sweep sets one for wait only).
-        if (result.movedToFailed.length > 0 && Number.isFinite(this.limits.globalConcurrency)) void client.zadd(lane.keys.marker, 0, '0').catch(() => undefined);
-        for (const { jobId } of result.movedToWait) this.emitSafely('stalled', jobId, 'wait');
-        for (const { jobId } of result.movedToFailed) this.emitSafely('stalled', jobId, 'failed');
-        if (stallSpans) void stallSpans.record(lane.keys, result, partitions === 1 ? undefined : lane.index);
-      },
-      onSweepError: (error) => this.reportError(error),
-      running: () => this.running,
-      holds: this.holds,
-      slots: this.slots,
-    };
+    const owner = this.laneOwner(processor as ProcessorFunction, holds);
     try {
       for (let i = 0; i < partitions; i++) this.lanes.push(new WorkerLane(owner, i, this.lanes[0]));
     } catch (error) {
       // Refused (a closed LockManager): nothing opened above may outlive the throw.
       void Promise.all(this.lanes.map((lane) => lane.locks.close()));
       for (const lane of this.lanes) lane.detach();
-      if (owned) dropClient(client);
-      if (this.blockingClient) dropClient(this.blockingClient);
+      connections.drop();
       throw error;
     }
     if (partitions === 1) {
       this.source = new SingleLaneSource(this.lanes[0]);
     } else {
-      const fetcher = new PartitionFetcher(this.lanes, this.options.drainDelay * 1000, this.options.partitionConcurrency, this.holds);
+      const fetcher = new PartitionFetcher(this.lanes, this.options.drainDelay * 1000, this.options.partitionConcurrency, holds);
       this.partitionFetcher = fetcher;
       this.source = fetcher;
-      this.waker = new PartitionWaker(opts.connection, this.lanes.map((lane) => lane.keys.wake), (i) => fetcher.wake(i), () => fetcher.wakeAll());
+      connections.listen(this.lanes.map((lane) => lane.keys.wake), (i) => fetcher.wake(i), () => fetcher.wakeAll());
     }
     if (this.options.metrics) {
       this.metrics = new MetricsRecorder(client, this.lanes[0].keys, this.options.metrics.maxDataPoints, (error) => this.reportError(error));
     }
-    const { lockRenewTime } = this.options;
     // queue.cancelJob from any process: the heartbeat's read of the `cancels` counter tells it.
     const cancels = new CancelWatch(this.lanes.map((lane) => lane.locks), (error) => this.reportError(error));
-    this.presence = new WorkerPresence(client, this.lanes[0].keys, { id: this.id, name: this.options.name, concurrency, lockRenewTime }, () => this.running, this.limits,
+    this.presence = new WorkerPresence(client, this.lanes[0].keys, { id: this.id, name: this.options.name, concurrency, lockRenewTime }, () => this.loop.running, this.limits,
       (count) => cancels.read(count));
+    const reportError = (error: Error) => this.reportError(error);
+    const loop: FetchLoop = (this.loop = new FetchLoop({
+      source: this.source, limits: this.limits, holds, sleeper: this.sleeper, state: () => this.state, forced: () => this.shutdown.forced,
+      drained: () => this.emitSafely('drained'), reportError,
+      preflight: (): Promise<boolean> => preflight({
+        queueName: name, client, lanes: this.lanes, waker: connections.waker, presence: this.presence, loop, reportError,
+        refuse: (error) => {
+          reportError(error);
+          void this.close();
+        },
+      }),
+    }));
+    this.shutdown = new WorkerShutdown({
+      workerId: this.id, queueName: name, closeTimeout: this.options.closeTimeout, lanes: this.lanes, source: this.source, loop, slots: this.slots,
+      sandbox: this.sandbox, sleeper: this.sleeper, lockManager: this.lockManager, ownsLockManager: this.ownsLockManager, presence: this.presence,
+      metrics: this.metrics, connections, reportError,
+    });
     if (this.options.autorun) void this.run();
   }
 
@@ -198,7 +163,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   /** How many jobs it is running now. */
   get runningCount(): number {
-    return this.running;
+    return this.loop.running;
   }
 
   /** True from run() until close() begins, paused or not. */
@@ -220,7 +185,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       // that carries no trace context starts a trace of its own.
       underRootContext(this.options.telemetry, () => {
         for (const lane of this.lanes) lane.sweeper.start();
-        this.loop = this.fetchLoop();
+        this.loopDone = this.loop.run();
         void this.announceReady();
         void this.warnAboutRedis();
       }, (error) => this.reportError(error));
@@ -230,7 +195,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   /** Resolves when its connections are ready: the shared one, and the marker's (or, partitioned, the wake channels' subscriptions). */
   async waitUntilReady(): Promise<void> {
-    await Promise.all([this.client.ping(), this.blockingClient?.ping(), this.waker?.start()]);
+    await this.connections.ready();
   }
 
   /**
@@ -246,7 +211,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       this.emitSafely('paused');
     }
     if (doNotWaitActive) return;
-    while (this.state === 'paused' && !this.forced && (this.running > 0 || this.fetching)) await this.sleeper.sleep(Infinity);
+    while (this.state === 'paused' && !this.shutdown.forced && (this.loop.running > 0 || this.loop.fetching)) await this.sleeper.sleep(Infinity);
   }
 
   /**
@@ -259,7 +224,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   async rateLimit(expireTimeMs: number): Promise<void> {
     assertRateLimitMs(expireTimeMs);
     this.limits.limitFor(expireTimeMs);
-    await setManualRateLimit(this.client, this.partitionKeys, expireTimeMs);
+    await setManualRateLimit(this.connections.client, this.partitionKeys, expireTimeMs);
   }
 
   /** BullMQ's `throw Worker.RateLimitError()`: the same as `throw new RateLimitError()`. */
@@ -299,106 +264,19 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
    * close(true) does, and reports a CloseTimeoutError on 'error'.
    */
   close(force = false): Promise<void> {
-    if (force && !this.forced) {
-      this.forced = true;
-      // A close() already waits for the running jobs: close(true) now cuts that wait short.
-      if (this.closing) this.giveUpJobs(this.forcedCloseReason());
-    }
-    this.closing ??= this.shutdown();
+    // A close() already waits for the running jobs: close(true) now cuts that wait short.
+    if (force) this.shutdown.force(this.closing !== undefined);
+    this.closing ??= this.closeNow();
     this.closeRequested();
     return this.closing;
   }
 
-  private async shutdown(): Promise<void> {
-    const started = this.state !== 'created';
+  private async closeNow(): Promise<void> {
     this.moveTo('closing');
     this.emitSafely('closing');
-    const probe = new Sleeper();
-    let done = false;
-    const drained = this.drain(started).then(() => true, (error: Error) => {
-      this.reportError(error);
-      return true;
-    });
-    const { closeTimeout } = this.options;
-    const silent = Number.isFinite(closeTimeout)
-      ? redisSilentFor(this.client, closeTimeout, probe, () => done).then((silentTooLong) => !silentTooLong)
-      : new Promise<boolean>(() => undefined);
-    const inTime = await Promise.race([drained, silent]);
-    done = true;
-    probe.wake();
-    if (!inTime) this.abandon();
+    await this.shutdown.run(this.loopDone);
     this.moveTo('closed');
     this.emitSafely('closed');
-  }
-
-  /** The orderly close: each step may wait on Redis, which is why shutdown() bounds it. */
-  private async drain(started: boolean): Promise<void> {
-    for (const lane of this.lanes) lane.finisher.flush(); // finishes of this turn go now, not after the connection closed
-    // Jobs held ahead that have not started go back to wait; close(true) gives them up as it gives up the running ones.
-    if (!this.forced) this.slots?.close();
-    this.source.interrupt();
-    if (this.forced) this.giveUpJobs(this.forcedCloseReason());
-    this.closeStep = 'the fetch loop (its moveToActive call)';
-    if (started) await this.loop;
-    this.closeStep = 'its running jobs to end';
-    while (!this.forced && this.running > 0) await this.sleeper.sleep(Infinity);
-    this.closeStep = 'its sandboxes to exit';
-    await this.sandbox?.close(this.forced);
-    this.closeStep = 'the stalled sweep to stop';
-    await Promise.all(this.lanes.map((lane) => lane.sweeper.stop()));
-    // Left undelivered they would wait for a sweep (docs/flows.md): their parents hear now.
-    this.closeStep = 'the notices of finished children to reach their parents';
-    if (!this.forced) await Promise.all(this.lanes.map((lane) => lane.notices.drain()));
-    this.closeStep = 'the heartbeat to stop (a renewal in flight)';
-    await Promise.all(this.lanes.map((lane) => lane.locks.close()));
-    if (this.ownsLockManager) await this.lockManager.close();
-    // After the heartbeat stopped, so no tick in flight writes the entry back.
-    this.closeStep = 'its registry entry to go';
-    await this.presence.leave().catch((error: Error) => this.reportError(error));
-    this.closeStep = 'its last metrics to be sent';
-    await this.metrics?.close();
-    this.closeStep = 'its connection to close';
-    for (const lane of this.lanes) lane.detach();
-    if (this.ownsClient) await closeClient(this.client);
-    this.dropOwnConnections();
-  }
-
-  /** The connections a worker always owns: the marker's, or the wake channels'. */
-  private dropOwnConnections(): void {
-    if (this.blockingClient) dropClient(this.blockingClient);
-    this.waker?.close();
-  }
-
-  /** Why a close(true) aborts a running job's signal. */
-  private forcedCloseReason(): Error {
-    return new Error(`worker ${this.id} closed without waiting for its jobs`);
-  }
-
-  /** Aborts every running job's signal; the waits that wait for those jobs end now. */
-  private giveUpJobs(reason: Error): void {
-    for (const lane of this.lanes) lane.locks.abortAll(reason);
-    void this.sandbox?.close(true); // after the aborts: their jobs reject with the signal's reason
-    this.sleeper.wake();
-  }
-
-  /**
-   * closeTimeout ran out: the rest of drain() is left to settle whenever Redis answers (or never).
-   * Jobs, heartbeat, sweep and connections are given up now, without a word to Redis.
-   */
-  private abandon(): void {
-    const held = this.lanes.flatMap((lane) => lane.locks.jobIds);
-    const error = new CloseTimeoutError(this.name, this.id, this.options.closeTimeout, this.closeStep, held);
-    this.forced = true;
-    this.giveUpJobs(error);
-    for (const lane of this.lanes) {
-      lane.locks.abandon();
-      lane.detach();
-      void lane.sweeper.stop();
-    }
-    if (this.ownsLockManager) void this.lockManager.close();
-    if (this.ownsClient) dropClient(this.client);
-    this.dropOwnConnections();
-    this.reportError(error);
   }
 
   /**
@@ -427,104 +305,6 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (this.isRunning()) this.emitSafely('ready');
   }
 
-  /** Fetches while there is a free slot; blocks on the marker when the queue has nothing ready. */
-  private async fetchLoop(): Promise<void> {
-    if (!(await this.preflight())) return;
-    let failures = 0;
-    while (this.isRunning()) {
-      if (this.state === 'paused' || this.running >= this.holds) {
-        await this.sleeper.sleep(Infinity); // until resumed, a slot is freed, or the worker closes
-        continue;
-      }
-      const limitedFor = this.limits.blockedFor();
-      if (limitedFor > 0) {
-        await this.sleeper.sleep(limitedFor); // a manual rate limit: until it lifts, it changes, or the worker closes
-        continue;
-      }
-      try {
-        const token = uuid();
-        const sentAt = Date.now();
-        let lane;
-        let pickup;
-        let sentTwice;
-        this.fetching = true;
-        try {
-          ({ lane, pickup, sentTwice } = await this.source.fetch(token));
-        } finally {
-          this.fetching = false;
-          this.sleeper.wake(); // a pause() may be waiting for this fetch
-        }
-        failures = 0;
-        // Ours as much as pickup.job is (the same token locks them): run them, not strand them.
-        for (const job of sentTwice) this.startChain(lane, { id: job.id, fields: job.fields, token, acquiredAt: sentAt });
-        if (pickup.job) {
-          this.idleEmitted = false;
-          this.startChain(lane, { id: pickup.job.id, fields: pickup.job.fields, token, acquiredAt: sentAt });
-          continue;
-        }
-        if (!this.idleEmitted && this.running === 0) {
-          this.idleEmitted = true;
-          this.emitSafely('drained');
-        }
-        if (this.state !== 'running') continue; // paused or closing meanwhile: the loop's top decides
-        await this.source.waitForWork();
-      } catch (error) {
-        if (!this.isRunning()) continue; // closing: the error is its dropped connection
-        this.reportError(error as Error);
-        await this.backOff(failures++);
-      }
-    }
-  }
-
-  /**
-   * What must hold before the first pickup: a Redis recent enough on every master; for a
-   * partitioned queue, the partition count Redis records, and the wake channels subscribed. A
-   * refusal is reported and closes the worker (false); a failed subscription (no subscriber for a
-   * slot during a failover) is reported and tried again with the fetch loop's backoff.
-   */
-  private async preflight(): Promise<boolean> {
-    const partitioned = this.waker !== undefined;
-    const refusal = (await redisVersionError(this.client, partitioned ? PARTITIONS_NEED : undefined))
-      ?? (partitioned ? await partitionCountError(this.client, this.lanes[0].keys, this.name, this.lanes.length, 'this worker').catch(() => undefined) : undefined);
-    if (refusal) {
-      this.reportError(refusal);
-      void this.close();
-      return false;
-    }
-    if (!(await this.startPresence())) return false;
-    for (let failures = 0; this.waker && this.isRunning(); failures++) {
-      try {
-        await this.waker.start();
-        return true;
-      } catch (error) {
-        if (!this.isRunning()) return false;
-        this.reportError(error as Error);
-        await this.backOff(failures);
-      }
-    }
-    return this.isRunning();
-  }
-
-  /**
-   * Before the first pickup: the worker's registry entry written and the queue's limits read (a
-   * worker must not take jobs blind to a queue-wide bound), tried again with the backoff until it
-   * lands; from then on every heartbeat tick carries both.
-   */
-  private async startPresence(): Promise<boolean> {
-    for (let failures = 0; this.isRunning(); failures++) {
-      try {
-        await this.presence.start();
-        this.lanes[0].locks.carry(this.presence);
-        return true;
-      } catch (error) {
-        if (!this.isRunning()) return false;
-        this.reportError(error as Error);
-        await this.backOff(failures);
-      }
-    }
-    return false;
-  }
-
   /** A limit changed (read by a tick): waits begun under the old value end, and the fetch loop looks again. */
   private limitsChanged(): void {
     this.partitionFetcher?.wakeAll();
@@ -532,36 +312,48 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.sleeper.wake();
   }
 
-  /** After the n-th failure in a row: 100 ms doubling up to 5 s, cut short by close(). */
-  private async backOff(failures: number): Promise<void> {
-    const until = Date.now() + Math.min(5000, 100 * 2 ** failures);
-    while (this.isRunning() && Date.now() < until) await this.sleeper.sleep(until - Date.now());
-  }
-
-  /** Runs a job and then each job fetch-next hands over (from the same lane), in one slot. */
-  private startChain(lane: WorkerLane, first: ActiveJob): void {
-    this.running++;
-    lane.running++;
-    void (async () => {
-      let current: ActiveJob | undefined = first;
-      // Not while a manual rate limit holds (a worker without a `limiter` passes no max to check).
-      const fetchNext = () => this.state === 'running' && this.limits.blockedFor() === 0 && this.source.mayChain(lane);
-      try {
-        while (current && !this.forced) current = await lane.runner.run(current, fetchNext);
-      } catch (error) {
-        this.reportError(error as Error);
-      } finally {
-        this.running--;
-        lane.running--;
-        this.source.freed(lane);
-        this.sleeper.wake();
-      }
-    })();
+  /** What each lane needs of its worker: its connections and options, and where its jobs' events go. */
+  private laneOwner(processor: ProcessorFunction, holds: number): LaneOwner {
+    const { client, blockingClient } = this.connections;
+    const { partitions, telemetry } = this.options;
+    const stallSpans = telemetry && new StallSpans(telemetry, client, this.name, (error) => this.reportError(error));
+    return {
+      workerId: this.id, queueName: this.name, partitions, client, blockingClient, options: this.options, limits: this.limits, lockManager: this.lockManager,
+      processor: this.sandbox?.processor ?? processor, sandboxed: this.sandbox !== undefined,
+      runnerEvents: {
+        active: (job) => this.emitSafely('active', job),
+        completed: (job, result) => {
+          this.metrics?.count('completed');
+          this.emitSafely('completed', job, result);
+        },
+        failed: (job, error, willRetry) => {
+          if (!willRetry) this.metrics?.count('failed');
+          this.emitSafely('failed', job, error, willRetry);
+        },
+        lockLost: (job, error) => this.emitSafely('lockLost', job, error),
+        error: (error) => this.reportError(error),
+      },
+      onProgress: (job, progress) => this.emitSafely('progress', job, progress),
+      onSwept: (lane, result) => {
+        this.lockManager.reportStalled(lane.keys.queueName, this.id, result);
+        // Back in wait: work for any worker. To failed: room in a partition full under partitionConcurrency.
+        if (result.movedToWait.length > 0 || result.movedToFailed.length > 0) this.partitionFetcher?.announce(lane);
+        // To failed under a queue-wide concurrency: a slot freed that no marker announced (the sweep sets one for wait only).
+        if (result.movedToFailed.length > 0 && Number.isFinite(this.limits.globalConcurrency)) void client.zadd(lane.keys.marker, 0, '0').catch(() => undefined);
+        for (const { jobId } of result.movedToWait) this.emitSafely('stalled', jobId, 'wait');
+        for (const { jobId } of result.movedToFailed) this.emitSafely('stalled', jobId, 'failed');
+        if (stallSpans) void stallSpans.record(lane.keys, result, partitions === 1 ? undefined : lane.index);
+      },
+      onSweepError: (error) => this.reportError(error),
+      running: () => this.loop.running,
+      holds,
+      slots: this.slots,
+    };
   }
 
   /** One CONFIG GET at start: an evicting Redis can drop jobs silently, so say so loudly. */
   private async warnAboutRedis(): Promise<void> {
-    const warning = await evictionPolicyWarning(this.client);
+    const warning = await evictionPolicyWarning(this.connections.client);
     if (!warning) return;
     if (this.listenerCount('warning') > 0) this.emitSafely('warning', warning);
     else console.warn(`EchoMQ worker for queue ${this.name}: ${warning}`);
