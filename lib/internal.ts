@@ -45,6 +45,6 @@ export { RENEWAL_CHUNK, WorkerLocks, validateHolder, type JobLock, type LockHold
 export { closeClient, connect, connectBlocking, dropClient, isClient, type OwnedClient } from './runtime/core/connection.js';
 export { MIN_REDIS_VERSION, evictionPolicyWarning, explainRedisError, redisVersionError } from './runtime/core/redis-health.js';
 export { FINISH_EVENT_SCAN } from './runtime/job/wait-until-finished.js';
-export { firstSlots, slotAfter, slotsAfter } from './runtime/schedulers/next-slot.js';
+export { firstSlots, slotAfter, slotsAfter, slotsAfterRun } from './runtime/schedulers/next-slot.js';
 export { parseRepeatOptions, scheduleJson, type Schedule } from './runtime/schedulers/repeat-options.js';
 export { REPAIR_BATCH, REPAIR_GRACE_MS, SchedulerChain } from './runtime/schedulers/scheduler-chain.js';

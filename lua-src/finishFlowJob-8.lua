@@ -2,7 +2,8 @@
   finishFlowJob-8 · finish a job of a flow (a child, or a parent with flow keys) for good:
   moveToFinished-14's checks and writes, without fetch-next, and in the same call
   - a child leaves a notice for its parent (KEYS[7] notices: child id -> when, KEYS[8]
-    notice-data: child id -> JSON [parentKey, outcome, value, policy]): the parent lives in
+    notice-data: child id -> JSON [parentKey, outcome, value, policy]; the policy is the child's
+    `pfp`, or "remove" for a child that failed with none and is removed now): the parent lives in
     another queue's slot, so the runtime settles it next (settleChildren-12) and deletes the
     notice once that has answered; a sweep delivers notices a dead worker left;
   - a job removed at its finish (keep count 0) takes its flow keys with it, by UNLINK: a step
@@ -35,5 +36,6 @@ if code ~= 0 then return code end
 applyDeferred(KEYS[3], finished)
 if job.keepCount == 0 then rcall("UNLINK", flowKeysOf(jobKey)) end
 if not link[1] then return { 0, "", "", "" } end
-local notice = writeNotice({ notices = KEYS[7], noticeData = KEYS[8] }, jobId, link[1], ARGV[4], ARGV[5], link[2] or "", now)
-return { 0, link[1], link[2] or "", notice }
+local policy = noticePolicy(link[2], ARGV[4], job.keepCount)
+local notice = writeNotice({ notices = KEYS[7], noticeData = KEYS[8] }, jobId, link[1], ARGV[4], ARGV[5], policy, now)
+return { 0, link[1], policy, notice }

@@ -3,7 +3,8 @@
   flows (children, or parents with flow keys) of one worker in one call, each with
   moveToFinished-14's checks and writes, and what finishFlowJob-8 adds to them: a child leaves a
   notice for its parent (KEYS[14] notices: child id -> when, KEYS[15] notice-data: child id ->
-  JSON [parentKey, outcome, value, policy]); a job removed at its finish takes its flow keys with
+  JSON [parentKey, outcome, value, policy]: the child's `pfp`, or "remove" for a child that failed
+  with none and is removed at its finish, so its parent goes on without it); a job removed at its finish takes its flow keys with
   it, and a count or age rule (removeOnComplete / removeOnFail) drops older jobs with their flow
   keys (includes/trimFinishedFlow.lua). Then it takes the next job for each finish that asked for one (fetch-next), as finishJobs-13.
 
@@ -33,4 +34,4 @@ local rcall = redis.call
 
 return finishBatch(pickupKeys(), KEYS[12], KEYS[13], 8, tonumber(ARGV[7]),
   { notices = KEYS[14], noticeData = KEYS[15], keysOf = function(jobKey) return flowKeysOf(jobKey) end,
-    trim = function(...) return trimFinishedFlow(...) end })
+    trim = function(...) return trimFinishedFlow(...) end, policyOf = function(...) return noticePolicy(...) end })

@@ -101,6 +101,16 @@ local function writeNotice(keys, jobId, parentKey, outcome, value, policy, now)
   return notice
 end
 
+-- noticePolicy(pfp, outcome, keepCount): the policy a child's notice carries: its own (`pfp`, ""
+-- for none), but "remove" for a child that failed with none and was removed at its finish (keep
+-- count 0): a removed child is no failure of its parent's (as removeJob-14 tells it), so its
+-- parent goes on without it at once, as BullMQ's does, instead of waiting for a child that is gone.
+local function noticePolicy(pfp, outcome, keepCount)
+  local policy = pfp or ""
+  if policy == "" and outcome == "failed" and keepCount == 0 then return "remove" end
+  return policy
+end
+
 -- startParent(keys, parentId, parentKey, now, maxEvents): every child settled (or the policy says
 -- go on): the parent leaves waiting-children for wait (paused, prioritized) or delayed, as its own
 -- options say. keys: { wait, paused, meta, delayed, prioritized, pc, marker, events, waitingChildren }.

@@ -3,7 +3,8 @@
   finishFlowJob-8 · finish a job of a flow (a child, or a parent with flow keys) for good:
   moveToFinished-14's checks and writes, without fetch-next, and in the same call
   - a child leaves a notice for its parent (KEYS[7] notices: child id -> when, KEYS[8]
-    notice-data: child id -> JSON [parentKey, outcome, value, policy]): the parent lives in
+    notice-data: child id -> JSON [parentKey, outcome, value, policy]; the policy is the child's
+    `pfp`, or "remove" for a child that failed with none and is removed now): the parent lives in
     another queue's slot, so the runtime settles it next (settleChildren-12) and deletes the
     notice once that has answered; a sweep delivers notices a dead worker left;
   - a job removed at its finish (keep count 0) takes its flow keys with it, by UNLINK: a step
@@ -219,6 +220,16 @@ local function writeNotice(keys, jobId, parentKey, outcome, value, policy, now)
   return notice
 end
 
+-- noticePolicy(pfp, outcome, keepCount): the policy a child's notice carries: its own (`pfp`, ""
+-- for none), but "remove" for a child that failed with none and was removed at its finish (keep
+-- count 0): a removed child is no failure of its parent's (as removeJob-14 tells it), so its
+-- parent goes on without it at once, as BullMQ's does, instead of waiting for a child that is gone.
+local function noticePolicy(pfp, outcome, keepCount)
+  local policy = pfp or ""
+  if policy == "" and outcome == "failed" and keepCount == 0 then return "remove" end
+  return policy
+end
+
 -- startParent(keys, parentId, parentKey, now, maxEvents): every child settled (or the policy says
 -- go on): the parent leaves waiting-children for wait (paused, prioritized) or delayed, as its own
 -- options say. keys: { wait, paused, meta, delayed, prioritized, pc, marker, events, waitingChildren }.
@@ -264,5 +275,6 @@ if code ~= 0 then return code end
 applyDeferred(KEYS[3], finished)
 if job.keepCount == 0 then rcall("UNLINK", flowKeysOf(jobKey)) end
 if not link[1] then return { 0, "", "", "" } end
-local notice = writeNotice({ notices = KEYS[7], noticeData = KEYS[8] }, jobId, link[1], ARGV[4], ARGV[5], link[2] or "", now)
-return { 0, link[1], link[2] or "", notice }
+local policy = noticePolicy(link[2], ARGV[4], job.keepCount)
+local notice = writeNotice({ notices = KEYS[7], noticeData = KEYS[8] }, jobId, link[1], ARGV[4], ARGV[5], policy, now)
+return { 0, link[1], policy, notice }

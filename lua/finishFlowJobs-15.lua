@@ -4,7 +4,8 @@
   flows (children, or parents with flow keys) of one worker in one call, each with
   moveToFinished-14's checks and writes, and what finishFlowJob-8 adds to them: a child leaves a
   notice for its parent (KEYS[14] notices: child id -> when, KEYS[15] notice-data: child id ->
-  JSON [parentKey, outcome, value, policy]); a job removed at its finish takes its flow keys with
+  JSON [parentKey, outcome, value, policy]: the child's `pfp`, or "remove" for a child that failed
+  with none and is removed at its finish, so its parent goes on without it); a job removed at its finish takes its flow keys with
   it, and a count or age rule (removeOnComplete / removeOnFail) drops older jobs with their flow
   keys (includes/trimFinishedFlow.lua). Then it takes the next job for each finish that asked for one (fetch-next), as finishJobs-13.
 
@@ -364,7 +365,7 @@ end
 -- worker blocked on it because active was full learns that a slot freed, and nobody waits
 -- drainDelay for it.
 -- flow (nil for finishJobs-13 and finishJobsBounded-13) makes it finishFlowJobs-15: { notices,
--- noticeData, keysOf = flowKeysOf, trim = trimFinishedFlow }. Each finished job then does what finishFlowJob-8 does: a job
+-- noticeData, keysOf = flowKeysOf, trim = trimFinishedFlow, policyOf = noticePolicy }. Each finished job then does what finishFlowJob-8 does: a job
 -- removed at its finish takes its flow keys with it, and a child leaves its notice for its parent
 -- (one ZADD and one HSET for all the call's notices, written before any pickup, as the deferred
 -- writes are).
@@ -552,7 +553,7 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
           local n = #noticeScores
           noticeScores[n + 1], noticeScores[n + 2] = argv[i + 8], jobId
           n = #noticeData
-          noticeData[n + 1], noticeData[n + 2] = jobId, cjson.encode({ link[1], target, job.value, link[2] or "" })
+          noticeData[n + 1], noticeData[n + 2] = jobId, cjson.encode({ link[1], target, job.value, flow.policyOf(link[2], target, job.keepCount) })
         end
       end
     end
@@ -635,6 +636,16 @@ local function writeNotice(keys, jobId, parentKey, outcome, value, policy, now)
   return notice
 end
 
+-- noticePolicy(pfp, outcome, keepCount): the policy a child's notice carries: its own (`pfp`, ""
+-- for none), but "remove" for a child that failed with none and was removed at its finish (keep
+-- count 0): a removed child is no failure of its parent's (as removeJob-14 tells it), so its
+-- parent goes on without it at once, as BullMQ's does, instead of waiting for a child that is gone.
+local function noticePolicy(pfp, outcome, keepCount)
+  local policy = pfp or ""
+  if policy == "" and outcome == "failed" and keepCount == 0 then return "remove" end
+  return policy
+end
+
 -- startParent(keys, parentId, parentKey, now, maxEvents): every child settled (or the policy says
 -- go on): the parent leaves waiting-children for wait (paused, prioritized) or delayed, as its own
 -- options say. keys: { wait, paused, meta, delayed, prioritized, pc, marker, events, waitingChildren }.
@@ -699,4 +710,4 @@ end
 
 return finishBatch(pickupKeys(), KEYS[12], KEYS[13], 8, tonumber(ARGV[7]),
   { notices = KEYS[14], noticeData = KEYS[15], keysOf = function(jobKey) return flowKeysOf(jobKey) end,
-    trim = function(...) return trimFinishedFlow(...) end })
+    trim = function(...) return trimFinishedFlow(...) end, policyOf = function(...) return noticePolicy(...) end })

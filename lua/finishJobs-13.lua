@@ -377,7 +377,7 @@ end
 -- worker blocked on it because active was full learns that a slot freed, and nobody waits
 -- drainDelay for it.
 -- flow (nil for finishJobs-13 and finishJobsBounded-13) makes it finishFlowJobs-15: { notices,
--- noticeData, keysOf = flowKeysOf, trim = trimFinishedFlow }. Each finished job then does what finishFlowJob-8 does: a job
+-- noticeData, keysOf = flowKeysOf, trim = trimFinishedFlow, policyOf = noticePolicy }. Each finished job then does what finishFlowJob-8 does: a job
 -- removed at its finish takes its flow keys with it, and a child leaves its notice for its parent
 -- (one ZADD and one HSET for all the call's notices, written before any pickup, as the deferred
 -- writes are).
@@ -565,7 +565,7 @@ local function finishBatch(keys, completedKey, failedKey, firstJobArg, maxActive
           local n = #noticeScores
           noticeScores[n + 1], noticeScores[n + 2] = argv[i + 8], jobId
           n = #noticeData
-          noticeData[n + 1], noticeData[n + 2] = jobId, cjson.encode({ link[1], target, job.value, link[2] or "" })
+          noticeData[n + 1], noticeData[n + 2] = jobId, cjson.encode({ link[1], target, job.value, flow.policyOf(link[2], target, job.keepCount) })
         end
       end
     end

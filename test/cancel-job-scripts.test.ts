@@ -6,7 +6,7 @@ import { parseCancelled } from '../lib/protocol/script-replies.js';
 import { newClient, uniqueQueueName } from './support/redis.js';
 import { newJob, pickup, snapshot } from './support/scripts.js';
 
-// cancelJob-9 and cancelledAmong-1 (docs/protocol.md, "Cancelling jobs") through their bindings,
+// cancelJob-12 and cancelledAmong-1 (docs/protocol.md, "Cancelling jobs") through their bindings,
 // against a real Redis: what each outcome writes, and that the answers that change nothing write
 // nothing. The worker's and the Queue's side are in test/cancel-job.test.ts.
 const client = newClient();
@@ -25,7 +25,7 @@ async function events(keys: Keys): Promise<string[][]> {
 
 const KEEP_ALL: [number, number] = [-1, 0];
 
-describe('cancelJob-9', () => {
+describe('cancelJob-12', () => {
   it('a waiting job fails at once: out of wait, in failed, finishedOn, failedReason, cxl, event failed; atm untouched', async () => {
     const { keys, scripts, control } = queueFor();
     const other = (await scripts.addJob(newJob())).jobId;

@@ -39,7 +39,7 @@ const COVERED: Record<string, unknown[]> = {
   'addJobsDedup-9.lua': [],
   'getDeduplicationJobId-1.lua': [],
   'freeDeduplication-1.lua': [],
-  'cancelJob-9.lua': [-1, -3, 0, 1, 2],
+  'cancelJob-12.lua': [-1, -3, 0, 1, 2, 3],
   'cancelledAmong-1.lua': [],
   'finishFlowJob-8.lua': [-1, -2, -3, -6],
   'settleChildren-12.lua': [],

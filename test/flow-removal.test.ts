@@ -1,46 +1,12 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
-import { FlowProducer, Queue, Worker, type Job, type ProcessorFunction } from '../lib/index.js';
+import { describe, expect, it } from '@jest/globals';
+import { Queue } from '../lib/index.js';
 import { FlowScripts } from '../lib/protocol/flow-scripts.js';
 import { JobControlScripts } from '../lib/protocol/job-control-scripts.js';
-import { eventually, newClient, singleNodeIt, testConnection, uniqueQueueName } from './support/redis.js';
+import { eventually, newClient, singleNodeIt, uniqueQueueName } from './support/redis.js';
+import { closers, finished, producer, queue, worker } from './support/test-resources.js';
 
 // Removing jobs of a flow (docs/flows.md, "Removing jobs of a flow"): a parent takes its flow keys
 // and (by default) its unsettled children with it; a removed child is dropped by its parent.
-
-const closers: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (closers.length > 0) await closers.pop()!();
-});
-
-function queue(name: string): Queue {
-  const q = new Queue(name, { connection: testConnection() });
-  closers.push(() => q.close());
-  return q;
-}
-
-function producer(): FlowProducer {
-  const flow = new FlowProducer({ connection: testConnection() });
-  closers.push(() => flow.close());
-  return flow;
-}
-
-function worker(name: string, processor: ProcessorFunction, opts: Record<string, unknown> = {}): Worker {
-  const w = new Worker(name, processor, { connection: testConnection(), ...opts });
-  const errors: Error[] = [];
-  w.on('error', (error) => errors.push(error));
-  closers.push(async () => {
-    await w.close(true);
-    expect(errors).toEqual([]);
-  });
-  return w;
-}
-
-async function finished(q: Queue, jobId: string, timeoutMs = 10_000): Promise<Job> {
-  return eventually<Job | undefined>(async () => {
-    const job = await q.getJob(jobId);
-    return job?.finishedOn !== undefined ? job : undefined;
-  }, timeoutMs, `job ${jobId} of ${q.name} finished`) as Promise<Job>;
-}
 
 const FLOW_PARTS = ['dependencies', 'processed', 'unsuccessful', 'ignored', 'pending'] as const;
 

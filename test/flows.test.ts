@@ -1,44 +1,9 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
-import { FlowProducer, Queue, Worker, type Job, type ProcessorFunction } from '../lib/index.js';
-import { eventually, newClient, testConnection, uniqueQueueName } from './support/redis.js';
+import { describe, expect, it } from '@jest/globals';
+import { eventually, newClient, uniqueQueueName } from './support/redis.js';
+import { finished, producer, queue, worker } from './support/test-resources.js';
 
 // Flows (docs/flows.md): parents that run once their children have finished, across queues (each
 // its own hash slot, so on the cluster run a parent and its children are on different nodes).
-
-const closers: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (closers.length > 0) await closers.pop()!();
-});
-
-function producer(): FlowProducer {
-  const flow = new FlowProducer({ connection: testConnection() });
-  closers.push(() => flow.close());
-  return flow;
-}
-
-function queue(name: string): Queue {
-  const q = new Queue(name, { connection: testConnection() });
-  closers.push(() => q.close());
-  return q;
-}
-
-function worker(name: string, processor: ProcessorFunction, opts: Record<string, unknown> = {}): Worker {
-  const w = new Worker(name, processor, { connection: testConnection(), ...opts });
-  const errors: Error[] = [];
-  w.on('error', (error) => errors.push(error));
-  closers.push(async () => {
-    await w.close(true);
-    expect(errors).toEqual([]);
-  });
-  return w;
-}
-
-async function finished(q: Queue, jobId: string, timeoutMs = 10_000): Promise<Job> {
-  return eventually<Job | undefined>(async () => {
-    const job = await q.getJob(jobId);
-    return job?.finishedOn !== undefined ? job : undefined;
-  }, timeoutMs, `job ${jobId} of ${q.name} finished`) as Promise<Job>;
-}
 
 describe('FlowProducer.add', () => {
   it('keeps the parent in waiting-children until its children complete, then runs it with their values', async () => {

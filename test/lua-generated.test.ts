@@ -58,7 +58,7 @@ const SMOKE_ARGV: Record<string, (prefix: string) => string[]> = {
   'moveToDelayed-7.lua': () => ['1', 'token', NOW, String(Number(NOW) + 1000), '100'],
   'retryJobs-8.lua': (p) => [p, '1000', NOW, '100'],
   'promoteJobs-8.lua': (p) => [p, '1000', '100'],
-  'cancelJob-9.lua': (p) => ['1', 'a reason', NOW, '-1', '0', '100', p],
+  'cancelJob-12.lua': (p) => ['1', 'a reason', NOW, '-1', '0', '100', p],
   'addFlowJobs-15.lua': (p) => [p, '100', NOW, 'parent', 'smoke', '{}', '{}', NOW, '0', '0', '0', '', '', '', '1', `${p}child`, '{}',
     'child', 'smoke', '{}', '{}', NOW, '0', '0', '0', `${p}parent`, '{"id":"parent"}', 'fail', '0'],
   'ackFlowPending-2.lua': (p) => ['parent', `${p}child`],

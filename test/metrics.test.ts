@@ -226,7 +226,7 @@ describe('metrics: a worker with metrics', () => {
   it('a cancel is counted when a worker held the job, not when queue.cancelJob failed it before it ran', async () => {
     const connection = testConnection();
     const queue = new Queue(uniqueQueueName('metrics'), { connection });
-    // Cancelled before any worker exists: cancelJob-9 fails it in Redis.
+    // Cancelled before any worker exists: cancelJob-12 fails it in Redis.
     const waiting = await queue.add('never-run', {});
     expect(await queue.cancelJob(waiting.id, 'before it ran')).toBe(true);
     const started: string[] = [];

@@ -38,7 +38,7 @@ describe('the internal entry (@echomq/nestjs/internal)', () => {
       'firstSlots', 'getJobState', 'isClient', 'isErrorCode', 'isNoScript', 'keepRule', 'parseJobState', 'parseJobStates',
       'parseLockFailures', 'parsePickup', 'parseRepeatOptions', 'parseSchedulerJobId', 'redisVersionError',
       'resolveQueueEventsOptions', 'resolveQueueOptions', 'resolveWorkerOptions', 'runPipelined', 'sandboxPoolOf', 'scheduleJson',
-      'schedulerJobId', 'slotAfter', 'slotsAfter', 'validateHolder', 'validateJobOptions',
+      'schedulerJobId', 'slotAfter', 'slotsAfter', 'slotsAfterRun', 'validateHolder', 'validateJobOptions',
     ]);
     const publicNames = new Set(Object.keys(await import('../lib/index.js')));
     expect(internal.filter((name) => publicNames.has(name))).toEqual([]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { EchoMQOptionError } from '../lib/index.js';
-import { firstSlots, parseRepeatOptions, scheduleJson, slotAfter } from '../lib/internal.js';
+import { firstSlots, parseRepeatOptions, scheduleJson, slotAfter, slotsAfterRun } from '../lib/internal.js';
 
 // Slots of job schedulers, computed (no Redis, no sleeping): alignment, start and end, cron with
 // seconds and time zones, and the DST changes of a fixed zone.
@@ -36,6 +36,18 @@ describe('every', () => {
     expect(firstSlots(schedule, NOW)).toEqual({ first: NOW, second: Date.UTC(2026, 0, 15, 12, 2) });
     expect(firstSlots(schedule, Date.UTC(2026, 0, 15, 12, 0, 59, 999))!.second).toBe(Date.UTC(2026, 0, 15, 12, 1, 59, 999) + 1);
     expect(firstSlots(parseRepeatOptions({ every: 60_000 }), NOW)).toEqual({ first: Date.UTC(2026, 0, 15, 12, 1), second: Date.UTC(2026, 0, 15, 12, 2) });
+  });
+
+  it('once the immediate job starts, the next run is a whole period after it, not the aligned slot a few ms away', () => {
+    const schedule = parseRepeatOptions({ every: 60_000, immediately: true });
+    const { first: immediate, second } = firstSlots(schedule, NOW)!;
+    // Started 5 ms after it was due: the slots that follow are the one firstSlots stored and the next.
+    expect(slotsAfterRun(schedule, immediate, immediate + 5)).toEqual({ first: second, second: second! + 60_000 });
+    // An aligned slot's job, taken on time or late within its period: the next aligned slots.
+    const aligned = Date.UTC(2026, 0, 15, 12, 1);
+    expect(slotsAfterRun(schedule, aligned, aligned + 10)).toEqual({ first: aligned + 60_000, second: aligned + 120_000 });
+    // Taken more than a period late: the slots after now.
+    expect(slotsAfterRun(schedule, aligned, aligned + 150_000)).toEqual({ first: aligned + 180_000, second: aligned + 240_000 });
   });
 
   it('stops at endDate', () => {

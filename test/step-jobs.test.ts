@@ -330,6 +330,35 @@ describe('failParentOnFailure on a parent that is not waiting (cfr)', () => {
     expect(done.attemptsMade).toBe(1); // not retried: the child's failure is final for it
   });
 
+  for (const how of ['job.retry()', 'queue.retryJobs()'] as const) {
+    it(`a parent failed that way and retried by ${how} runs its handler again, no longer failed by the old child`, async () => {
+      const [parents, children] = [uniqueQueueName('steps'), uniqueQueueName('kids')];
+      const parentQueue = queue(parents);
+      const childQueue = queue(children);
+      worker(children, async () => { throw new Error('broke'); });
+      const runs: number[] = [];
+      worker(parents, async (job) => {
+        runs.push(runs.length + 1);
+        if (runs.length > 1) return 'second run';
+        await childQueue.add('c', {}, { parent: { id: job.id, queue: job.queueQualifiedName }, failParentOnFailure: true });
+        await eventually(async () => (await childQueue.client.hget(parentQueue.keys.job(job.id), 'cfr')) !== null, 5000, 'the parent marked');
+        return 'first run';
+      });
+      const job = await parentQueue.add('steps', {});
+      const failed = await finished(parentQueue, job.id);
+      expect(failed.failedReason).toMatch(/^child emq:\{kids-[0-9a-f]+\}:\d+ failed: broke$/);
+      if (how === 'job.retry()') await failed.retry();
+      else await parentQueue.retryJobs({ state: 'failed' });
+      const done = await eventually(async () => {
+        const read = await parentQueue.getJob(job.id);
+        return read?.returnvalue !== undefined ? read : undefined;
+      }, 10_000, 'the retried parent completed');
+      expect(done!.returnvalue).toBe('second run');
+      expect(await done!.getState()).toBe('completed');
+      expect(runs).toEqual([1, 2]);
+    });
+  }
+
   it('a parent started early by continueParentOnFailure fails, without running, when a later child fails with failParentOnFailure', async () => {
     const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('kids')];
     const flow = new FlowProducer({ connection: testConnection() });

@@ -7,14 +7,15 @@ import type { ScriptArg } from './script-command.js';
 import { SCRIPTS } from './script-registry.js';
 
 /**
- * What cancelJob-9 did: 'failed' (a job still to run failed at once), 'marked' (a worker holds it,
- * or its worker died: marked for the worker, or for the pickup after the stalled sweep), 'finished'
- * (completed or failed already: nothing written), 'missing' (no such job), 'stateless' (a hash in
- * no state: nothing written).
+ * What cancelJob-12 did: 'failed' (a job still to run failed at once), 'failed-notice' (the same, for
+ * a child of a flow, which left its notice for its parent: deliver it), 'marked' (a worker holds
+ * it, or its worker died: marked for the worker, or for the pickup after the stalled sweep),
+ * 'finished' (completed or failed already: nothing written), 'missing' (no such job), 'stateless'
+ * (a hash in no state: nothing written).
  */
-export type CancelOutcome = 'failed' | 'marked' | 'finished' | 'missing' | 'stateless';
+export type CancelOutcome = 'failed' | 'failed-notice' | 'marked' | 'finished' | 'missing' | 'stateless';
 
-const CANCEL_OUTCOMES: Record<number, CancelOutcome> = { 1: 'failed', 2: 'marked', 0: 'finished', [-1]: 'missing', [-3]: 'stateless' };
+const CANCEL_OUTCOMES: Record<number, CancelOutcome> = { 1: 'failed', 3: 'failed-notice', 2: 'marked', 0: 'finished', [-1]: 'missing', [-3]: 'stateless' };
 
 /** Most ids one retryJobs-8 or promoteJobs-8 call takes: the budget that keeps a call short. */
 export const MAX_MOVE_BATCH = 10_000;
@@ -86,13 +87,13 @@ export class JobControlScripts {
   }
 
   /**
-   * queue.cancelJob in the job's slot (cancelJob-9): a job still to run fails at once, kept or
+   * queue.cancelJob in the job's slot (cancelJob-12): a job still to run fails at once, kept or
    * removed by [keepCount, keepAgeMs] (its removeOnFail); a job in active is marked for its worker.
    */
   async cancelJob(jobId: string, reason: string, now: number, keepCount: number, keepAgeMs: number): Promise<CancelOutcome> {
     const k = this.keys;
     const reply = await this.run(SCRIPTS.cancelJob,
-      [k.wait, k.paused, k.active, k.prioritized, k.delayed, k.failed, k.meta, k.events, k.job(jobId)],
+      [k.wait, k.paused, k.active, k.prioritized, k.delayed, k.failed, k.meta, k.events, k.job(jobId), k.waitingChildren, k.notices, k.noticeData],
       [jobId, reason, now, keepCount, keepAgeMs, this.maxEvents, k.base]);
     const outcome = CANCEL_OUTCOMES[reply as number];
     if (!outcome) throw new Error(`EchoMQ: ${SCRIPTS.cancelJob.fileName} answered ${String(reply)} for job ${jobId}`);

@@ -41,7 +41,7 @@ export const SCRIPTS = {
   retryJobs: new Script('retryJobs', 8),
   promoteJobs: new Script('promoteJobs', 8),
   // Cancels (queue.cancelJob; docs/protocol.md, "Cancelling jobs").
-  cancelJob: new Script('cancelJob', 9),
+  cancelJob: new Script('cancelJob', 12),
   cancelledAmong: new Script('cancelledAmong', 1),
   // Flows (bindings in flow-scripts.ts; docs/protocol.md, "Flows").
   addFlowJobs: new Script('addFlowJobs', 15),

@@ -15,7 +15,7 @@ const parent = (id, extra = []) => job(id, ['fch', '1', ...extra], { name: 'asse
 
 export default {
   script: 'finishFlowJobs-15.lua',
-  about: 'The batch form of finishFlowJob-8, with fetch-next (docs/protocol.md, "Flows"): KEYS the eleven pickup keys, completed, failed, notices, notice-data; ARGV prefix, now, events max length, lockDuration, rate limit max and window, maxActive ("" none), then nine fields a job as finishJobs-13\'s (jobId, token, completed or failed, returnvalue or failedReason, stacktrace, keep count, keep age ms, next token or "", finishedOn). Each job has its own lock check (-1, -2, -6, -3: that job left as it was, no notice, no next job) and moveToFinished-14\'s writes; a child (parentKey) leaves its notice [parentKey, outcome, value, policy] scored by its finishedOn (one ZADD and one HSET for the call\'s notices); a job removed at its finish (keep 0) takes its flow keys; a count or age rule drops older jobs with their flow keys. Then fetch-next as finishJobs-13 (bounded by maxActive when given). Reply { results (code, next jobId or 0, next hash or {} per job), nextDelayedAt, rateLimitedForMs }.',
+  about: 'The batch form of finishFlowJob-8, with fetch-next (docs/protocol.md, "Flows"): KEYS the eleven pickup keys, completed, failed, notices, notice-data; ARGV prefix, now, events max length, lockDuration, rate limit max and window, maxActive ("" none), then nine fields a job as finishJobs-13\'s (jobId, token, completed or failed, returnvalue or failedReason, stacktrace, keep count, keep age ms, next token or "", finishedOn). Each job has its own lock check (-1, -2, -6, -3: that job left as it was, no notice, no next job) and moveToFinished-14\'s writes; a child (parentKey) leaves its notice [parentKey, outcome, value, policy] scored by its finishedOn (the policy its pfp, or remove for a child that failed with none and is removed at its finish) (one ZADD and one HSET for the call\'s notices); a job removed at its finish (keep 0) takes its flow keys; a count or age rule drops older jobs with their flow keys. Then fetch-next as finishJobs-13 (bounded by maxActive when given). Reply { results (code, next jobId or 0, next hash or {} per job), nextDelayedAt, rateLimitedForMs }.',
   cases: [
     {
       name: 'every refusal leaves its job as it was, writes no notice and takes no next job: -1, -2, -6, -3',
@@ -70,6 +70,18 @@ export default {
       },
       keys: KEYS,
       argv: [...head(), ...completes('m', 'token-1', '"bundle"', { keepCount: '0' })],
+    },
+    {
+      name: 'children failing and removed at their finish (keep 0): with no policy the notice says remove (no failure of the parent\'s), with fail it keeps fail',
+      before: {
+        [k('c1')]: child('c1'),
+        [k('c1:lock')]: lock('token-1'),
+        [k('c2')]: child('c2', 'fail'),
+        [k('c2:lock')]: lock('token-2'),
+        [k('active')]: list('c2', 'c1'),
+      },
+      keys: KEYS,
+      argv: [...head(), ...fails('c1', 'token-1', 'boom', { keepCount: '0' }), ...fails('c2', 'token-2', 'boom', { keepCount: '0' })],
     },
     {
       name: 'a keep count: the oldest completed parent goes with its flow keys and logs, this one stays',

@@ -10,7 +10,7 @@ const completedJob = (id, finishedOn) => job(id, ['ats', '1', 'processedOn', Str
 
 export default {
   script: 'retryJobs-8.lua',
-  about: 'One batch of queue.retryJobs: KEYS the finished set (failed or completed), wait, paused, meta, prioritized, pc, marker, events; ARGV job-key prefix, count, the cut-off (finishedOn, inclusive), events max length. The first count ids scored at or before the cut-off leave the set; each job as reprocessJob-9 sends one back: finishedOn, processedOn, failedReason, stacktrace, returnvalue and cxl removed, atm and stc 0, ats kept, placed with its stored priority, FIFO, in paused while paused, event waiting (prev retried); the marker once, when a job became ready and the queue is not paused. An id without a hash is only taken out. Returns how many ids it took out.',
+  about: 'One batch of queue.retryJobs: KEYS the finished set (failed or completed), wait, paused, meta, prioritized, pc, marker, events; ARGV job-key prefix, count, the cut-off (finishedOn, inclusive), events max length. The first count ids scored at or before the cut-off leave the set; each job as reprocessJob-9 sends one back: finishedOn, processedOn, failedReason, stacktrace, returnvalue, cxl and cfr removed, atm and stc 0, ats kept, placed with its stored priority, FIFO, in paused while paused, event waiting (prev retried); the marker once, when a job became ready and the queue is not paused. An id without a hash is only taken out. Returns how many ids it took out.',
   cases: [
     {
       name: 'nothing finished at or before the cut-off: 0, nothing written',
@@ -19,10 +19,10 @@ export default {
       argv: [PREFIX, '1000', '1700000090000', MAX_EVENTS],
     },
     {
-      name: 'failed jobs up to the cut-off (inclusive) go back, the first finished first: fields cleared, atm and stc 0, ats kept, a cancel\'s mark removed, one with a priority to prioritized; the marker once; a later one stays',
+      name: 'failed jobs up to the cut-off (inclusive) go back, the first finished first: fields cleared, atm and stc 0, ats kept, a cancel\'s mark and a failed child\'s mark (cfr) removed, one with a priority to prioritized; the marker once; a later one stays',
       before: {
         [k('1')]: failedJob('1', '1700000080000'),
-        [k('2')]: failedJob('2', '1700000090000', { priority: '4' }, ['cxl', 'no longer needed']),
+        [k('2')]: failedJob('2', '1700000090000', { priority: '4' }, ['cxl', 'no longer needed', 'cfr', 'child emq:{kids}:7 failed: boom']),
         [k('3')]: failedJob('3', '1700000095000'),
         [k('9')]: job('9'),
         [k('wait')]: list('9'),

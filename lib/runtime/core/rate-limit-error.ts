@@ -10,3 +10,8 @@ export class RateLimitError extends Error {
     super(message);
   }
 }
+
+/** A RateLimitError, also one of another copy of the library (told by its name, as BullMQ does). */
+export function isRateLimitError(error: unknown): boolean {
+  return error instanceof RateLimitError || (error instanceof Error && error.name === 'RateLimitError');
+}

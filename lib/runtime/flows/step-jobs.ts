@@ -7,7 +7,7 @@ import type { JobContext, JobRun, WaitingChildrenOptions } from '../job/job-cont
 import { canNameJob } from '../job/job.js';
 import { MAX_CHILDREN } from './flow-tree.js';
 import { ParentNotices, parseJobKey } from './parent-notices.js';
-import { UnrecoverableError } from '../core/unrecoverable-error.js';
+import { isUnrecoverableError, UnrecoverableError } from '../core/unrecoverable-error.js';
 import { markRunningParent } from './running-parents.js';
 
 /** A parent option checked: its queue's Keys and its id. */
@@ -103,7 +103,7 @@ export async function moveJobToWaitingChildren(job: JobRun, context: JobContext,
     }
     moved = answer.moved;
   } catch (error) {
-    if (error instanceof UnrecoverableError) throw error;
+    if (isUnrecoverableError(error)) throw error;
     if (!(error instanceof EchoMQError && error.code === -2 && (await landedEarlier(job, context)))) {
       ours?.stayed();
       throw error;

@@ -7,6 +7,7 @@ import { DEFAULTS } from '../core/defaults.js';
 import { keepRule, type JobOptions } from '../core/job-options.js';
 import { canNameJob } from '../job/job.js';
 import type { QueuePart } from '../job/queue-part.js';
+import { ParentNotices } from '../flows/parent-notices.js';
 
 /** What queue.retryJobs takes (BullMQ's shape). */
 export interface RetryJobsOptions {
@@ -38,6 +39,14 @@ export interface JobControlHost {
 }
 
 const DEFAULT_BATCH = 1000;
+
+/**
+ * The deliverer of a part's notices, for one delivery: what a settle starts further up the tree
+ * (a parent failed that is a child too) goes on in the background, its errors left to the sweep.
+ */
+function noticesOf(part: QueuePart): ParentNotices {
+  return new ParentNotices(part.client, part.keys, part.context.maxEvents ?? DEFAULTS.maxEvents, () => undefined, 0);
+}
 const PRIORITY_SPAN = 2 ** 32;
 
 /**
@@ -82,14 +91,15 @@ export class QueueJobControl {
 
   /**
    * Cancels a job, wherever it is and whoever runs it (docs/locks.md, "Cancelling a job"). A job
-   * still to run (waiting, paused, prioritized, delayed) fails at once as cancelled, not retried,
-   * kept or removed by its removeOnFail; a running job is marked, and its worker, in any process,
+   * still to run (waiting, paused, prioritized, delayed, or a parent waiting for its children)
+   * fails at once as cancelled, not retried, kept or removed by its removeOnFail (with its flow
+   * keys), and a child of a flow tells its parent as a failure at its finish does; a running job is marked, and its worker, in any process,
    * fails it as cancelled within one lockRenewTime (its heartbeat reads the queue's `cancels`
    * counter); a job in active whose worker died fails at its next pickup. True in those cases;
    * false when there is no such job or it has finished (nothing written).
    *
    * Two calls: the job's options are read first (its removeOnFail, and on a partitioned queue the
-   * partition that holds it), then cancelJob-9 runs in the job's slot. On a partitioned queue a job
+   * partition that holds it), then cancelJob-12 runs in the job's slot. On a partitioned queue a job
    * marked outside partition 0 is followed by an HINCRBY of partition 0's counter, which is the
    * one workers read: after the mark, so a worker that sees the new count finds it.
    */
@@ -103,7 +113,10 @@ export class QueueJobControl {
     const outcome = await found.part.control.cancelJob(jobId, reason ?? '', Date.now(), keepCount, keepAgeMs);
     const first = this.host.parts[0];
     if (outcome === 'marked' && found.part !== first) await first.client.hincrby(first.keys.meta, CANCELS_FIELD, 1);
-    return outcome === 'failed' || outcome === 'marked';
+    // A child of a flow failed here: its parent hears now, as from a worker's finish, not from a
+    // sweep 10 to 40 s later. Undelivered (Redis failed meanwhile), the notice waits for the sweep.
+    if (outcome === 'failed-notice') await noticesOf(found.part).deliverStored([jobId]);
+    return outcome === 'failed' || outcome === 'failed-notice' || outcome === 'marked';
   }
 
   /** Jobs that are still to run: wait, paused, prioritized and delayed (BullMQ's count()), summed over partitions. */

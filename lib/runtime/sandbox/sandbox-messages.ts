@@ -167,15 +167,17 @@ const RATE_LIMIT_UNSET = 'RateLimitError thrown in a sandbox without rateLimit(m
  * failure, whose message says so.
  */
 export function rebuildError(data: ErrorData, rateLimited = true): Error {
-  const Known = data.name === 'RateLimitError' && !rateLimited ? undefined : KNOWN.get(data.name);
-  const message = data.name === 'RateLimitError' && !rateLimited ? `${data.message} (${RATE_LIMIT_UNSET})` : data.message;
+  const unsetRateLimit = data.name === 'RateLimitError' && !rateLimited;
+  const Known = unsetRateLimit ? undefined : KNOWN.get(data.name);
+  const message = unsetRateLimit ? `${data.message} (${RATE_LIMIT_UNSET})` : data.message;
   const error: Error = Known ? new Known(message) : new Error(message);
   if (data.props) {
     for (const [key, value] of Object.entries(data.props)) {
       if (key !== 'name') Object.defineProperty(error, key, { value, writable: true, enumerable: true, configurable: true });
     }
   }
-  if (!Known && data.name !== 'Error') Object.defineProperty(error, 'name', { value: data.name, configurable: true, writable: true });
+  // Not for an unset rate limit: the runner tells a RateLimitError by its name too (another copy of the library's).
+  if (!Known && data.name !== 'Error' && !unsetRateLimit) Object.defineProperty(error, 'name', { value: data.name, configurable: true, writable: true });
   if (data.stack !== undefined) Object.defineProperty(error, 'stack', { value: data.stack, configurable: true, writable: true });
   if (data.cause !== undefined) Object.defineProperty(error, 'cause', { value: rebuildError(data.cause), configurable: true, writable: true });
   return error;

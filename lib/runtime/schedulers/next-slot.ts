@@ -34,6 +34,18 @@ export function slotsAfter(schedule: Schedule, after: number): SlotPair | undefi
 }
 
 /**
+ * The next two slots once the job of `firedSlot` starts (startSchedulerJob-14), at `now`: after the
+ * job's slot even when this clock is behind the one that promoted it, and for `every` a whole
+ * period after it. An immediate job's slot (the upsert's now) is no aligned slot: the aligned slot a
+ * few ms after it would run a second job within the period; the next is the first aligned slot a
+ * whole period later, as firstSlots stored it.
+ */
+export function slotsAfterRun(schedule: Schedule, firedSlot: number, now: number): SlotPair | undefined {
+  const after = schedule.every !== undefined ? firedSlot + schedule.every - 1 : firedSlot;
+  return slotsAfter(schedule, Math.max(now, after));
+}
+
+/**
  * The slots a new scheduler starts with: the first slot at or after now, and the one after. With
  * `immediately`, when now is within startDate and endDate: now, then for `every` the first aligned
  * slot a whole period later (not one a few ms away), for a pattern its first slot after now (the

@@ -3,7 +3,7 @@ import type { Keys } from '../../protocol/keys.js';
 import { parseSchedulerJobId } from '../../protocol/scheduler-ids.js';
 import type { SchedulerScripts, StartVerdict } from '../../protocol/scheduler-scripts.js';
 import type { RedisClient } from '../../protocol/script.js';
-import { slotsAfter } from './next-slot.js';
+import { slotsAfter, slotsAfterRun } from './next-slot.js';
 import type { Schedule } from './repeat-options.js';
 
 /** Schedulers one repair round looks at, at most: a round is bounded, and comes again each stalledInterval. */
@@ -44,8 +44,7 @@ export class SchedulerChain {
     const schedule = JSON.parse(scheduleJson) as Schedule;
     for (let attempt = 0; ; attempt++) {
       const now = Date.now();
-      // After the job's slot even when this clock is behind the one that promoted it.
-      const slots = slotsAfter(schedule, Math.max(now, fired.slot));
+      const slots = slotsAfterRun(schedule, fired.slot, now);
       try {
         const verdict = await this.scripts.start(fired.schedulerId, jobId, fired.slot, token, slots, now);
         this.wake?.();

@@ -5,7 +5,7 @@ export type CancelWatchLocks = Pick<WorkerLocks, 'idsAcquiredBy' | 'cancelMarked
 
 /**
  * A worker's side of queue.cancelJob, from any process (docs/protocol.md, "Cancelling jobs").
- * cancelJob-9 marks a job a worker holds and increments the queue's `cancels` counter, a field of
+ * cancelJob-12 marks a job a worker holds and increments the queue's `cancels` counter, a field of
  * meta that the heartbeat reads in the HMGET it sends anyway: nothing more is sent while nobody
  * cancels. When a tick reads a count other than the last one, each lane holding jobs asks Redis
  * (cancelledAmong-1, WorkerLocks.cancelMarked) which of them are marked, and cancels those.

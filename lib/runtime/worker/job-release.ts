@@ -2,6 +2,7 @@ import { randomUUID as uuid } from 'node:crypto';
 import { EchoMQError } from '../../protocol/errors.js';
 import type { Scripts } from '../../protocol/scripts.js';
 import type { Finish } from '../../protocol/script-shapes.js';
+import type { ParentPolicy } from '../../protocol/flow-scripts.js';
 import { HandoverRecovery } from './handover-recovery.js';
 import type { Job } from '../job/job.js';
 import { CorruptJobError } from '../job/job-errors.js';
@@ -12,8 +13,8 @@ import type { JobLock } from '../locks/tracked-job.js';
 import { keepRule } from '../core/job-options.js';
 import type { BackoffStrategy } from './worker-options.js';
 import { toJson } from '../core/serialize.js';
-import { RateLimitError } from '../core/rate-limit-error.js';
-import { UnrecoverableError } from '../core/unrecoverable-error.js';
+import { isRateLimitError } from '../core/rate-limit-error.js';
+import { isUnrecoverableError, UnrecoverableError } from '../core/unrecoverable-error.js';
 import { JobCancelledError } from '../core/job-cancelled-error.js';
 import { decideRetry } from './retry-decision.js';
 import type { AttemptSpan } from './attempt-spans.js';
@@ -94,7 +95,7 @@ export class JobRelease {
   }
 
   private async fail(job: Job, lock: JobLock, error: Error, fetchNext: () => boolean, attempt: AttemptSpan | undefined): Promise<ActiveJob | undefined> {
-    if (error instanceof RateLimitError) {
+    if (isRateLimitError(error)) {
       await this.requeue(job, lock);
       attempt?.end('requeued');
       return undefined;
@@ -103,7 +104,7 @@ export class JobRelease {
     const attemptsMade = job.attemptsMade + 1;
     const stacktrace = JSON.stringify([...job.stacktrace, error.stack ?? String(error)].slice(-STACKTRACE_LIMIT));
     let reason = error.message || String(error);
-    const retry = attemptsMade < (job.opts.attempts ?? 1) && !(error instanceof UnrecoverableError) && !(error instanceof CorruptJobError)
+    const retry = attemptsMade < (job.opts.attempts ?? 1) && !isUnrecoverableError(error) && !(error instanceof CorruptJobError)
       && !(error instanceof JobCancelledError) && !job.discarded;
     job.failedReason = reason;
     job.attemptsMade = attemptsMade;
@@ -203,7 +204,7 @@ export class JobRelease {
     // holds it: "landed" may also be a job removed meanwhile, whose notice is another finish's.
     if (flowJob && job.parentKey !== undefined && outcome !== 'retried') {
       if (pickup === LANDED_EARLIER) this.flows?.notices.sendStored(job.id);
-      else this.flows?.notices.send({ childId: job.id, parentKey: job.parentKey, outcome, value, policy: this.marks.policyOf(lock) });
+      else this.flows?.notices.send({ childId: job.id, parentKey: job.parentKey, outcome, value, policy: noticePolicy(this.marks.policyOf(lock), outcome, keepCount) });
     }
     if (pickup === LANDED_EARLIER) {
       if (!askedForNext) return undefined;
@@ -227,4 +228,14 @@ export class JobRelease {
   private isFlowJob(lock: JobLock): boolean {
     return this.flows !== undefined && this.marks.isFlowJob(lock);
   }
+}
+
+/**
+ * The policy a child's notice carries, as the finish wrote it (lua-src/includes/flowParent.lua,
+ * noticePolicy): its own, but "remove" for a child that failed with none and was removed at its
+ * finish, which is no failure of its parent's. The notice sent must match the stored one, which
+ * ackNotices-2 deletes only while it says the same.
+ */
+function noticePolicy(policy: ParentPolicy, outcome: Finish['outcome'], keepCount: number): ParentPolicy {
+  return policy === '' && outcome === 'failed' && keepCount === 0 ? 'remove' : policy;
 }
