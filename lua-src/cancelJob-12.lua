@@ -41,6 +41,7 @@
 local rcall = redis.call
 -- @include emitEvent
 -- @include removeFlowJobKeys
+-- @include freeDeduplication
 -- @include trimFinishedFlow
 
 local jobId, reason, now, prefix = ARGV[1], ARGV[2], ARGV[3], ARGV[7]
@@ -70,11 +71,7 @@ if reason ~= "" then failedReason = failedReason .. ": " .. reason end
 rcall("HSET", jobKey, "finishedOn", now, "failedReason", failedReason, "cxl", reason)
 emitEvent(KEYS[8], ARGV[6], "failed", jobId, "failedReason", failedReason)
 
-local deid = rcall("HGET", jobKey, "deid")
-if deid then
-  local dedupKey = prefix .. "de:" .. deid
-  if rcall("PTTL", dedupKey) == -1 and rcall("GET", dedupKey) == jobId then rcall("DEL", dedupKey) end
-end
+freeDeduplicationOf(jobKey, jobId)
 
 local keepCount, keepAgeMs = tonumber(ARGV[4]), tonumber(ARGV[5])
 -- Read before the keep rule, which may delete the hash.

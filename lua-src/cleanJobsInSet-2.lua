@@ -21,13 +21,15 @@
   list each time, took 1.5 s for 200,000 finished jobs, and grew with the square of a list's
   length: 3.8 s for a list of 20,000. A job that moves between two calls may be missed or looked
   at twice: clean is a sweep, not a snapshot.
-  A removed job's flow keys go with it (removeFlowJobKeys). Its parent, in another queue, is not
+  A removed job's flow keys go with it (removeFlowJobKeys), and a simple-mode deduplication key
+  naming it (freeDeduplicationOf: no TTL). Its parent, in another queue, is not
   told (no script can reach its slot): docs/flows.md, "Removing jobs of a flow".
   Emits one `cleaned` event (with this call's count) per call that removed jobs.
 ]]
 local rcall = redis.call
 -- @include emitEvent
 -- @include removeFlowJobKeys
+-- @include freeDeduplication
 
 local WINDOW = 500
 -- No job id holds ":" (PROTOCOL.md, L1), so no id is the sentinel.
@@ -47,6 +49,7 @@ for i, jobId in ipairs(ids) do
   local at = tonumber(stamps[1]) or tonumber(stamps[2]) or 0
   if at <= cutoff and rcall("EXISTS", jobKey .. ":lock") == 0 then
     if isList then rcall("LSET", setKey, start + i - 1, SENTINEL) end
+    freeDeduplicationOf(jobKey, jobId)
     removeFlowJobKeys(jobKey)
     removed[#removed + 1] = jobId
   end

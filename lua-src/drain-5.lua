@@ -4,7 +4,8 @@
 
   KEYS[1] wait  [2] paused  [3] prioritized  [4] delayed  [5] events
   ARGV[1] job-key prefix "P:{Q}:"  [2] "1" to drain delayed jobs too  [3] events max length
-  A removed job's flow keys go with it (removeFlowJobKeys). Its parent, in another queue, is not
+  A removed job's flow keys go with it (removeFlowJobKeys), and a simple-mode deduplication key
+  naming it (freeDeduplicationOf: no TTL). Its parent, in another queue, is not
   told (no script can reach its slot): docs/flows.md, "Removing jobs of a flow".
   Removes at most 1000 jobs a call, so one call stays short (a script runs alone in Redis: 5000
   took about 11 ms, 1000 take about 2); returns how many are left to remove (Queue.drain calls
@@ -13,13 +14,17 @@
 local rcall = redis.call
 -- @include emitEvent
 -- @include removeFlowJobKeys
+-- @include freeDeduplication
 
 local prefix, budget = ARGV[1], 1000
 local function drainKey(key, isList)
   if budget <= 0 then return end
   local ids = isList and rcall("LRANGE", key, -budget, -1) or rcall("ZRANGE", key, 0, budget - 1)
   if #ids == 0 then return end
-  for _, jobId in ipairs(ids) do removeFlowJobKeys(prefix .. jobId) end
+  for _, jobId in ipairs(ids) do
+    freeDeduplicationOf(prefix .. jobId, jobId)
+    removeFlowJobKeys(prefix .. jobId)
+  end
   if isList then rcall("LTRIM", key, 0, -(#ids + 1)) else rcall("ZREMRANGEBYRANK", key, 0, #ids - 1) end
   budget = budget - #ids
 end

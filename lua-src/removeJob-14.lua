@@ -31,7 +31,8 @@
   bound (`:processed` of a step job grows round after round): the flow keys go with UNLINK
   (removeFlowJobKeys), which frees a big key's memory in a background thread, so this call's own
   work does not grow with them. The job's hash and logs go with DEL (removeJobKeys, shared with
-  the fixed moveToFinished-14).
+  the fixed moveToFinished-14). A simple-mode deduplication key naming the job (no TTL) goes too
+  (freeDeduplicationOf); a throttle key stays until its TTL ends.
   Notices are keyed by child id: a notice still waiting for an earlier parent of a job of the
   same id (that child removed and the id added again under this parent) is replaced by this
   removal's; the earlier parent's backstop then lets that child go as removed (docs/flows.md,
@@ -40,6 +41,7 @@
 local rcall = redis.call
 -- @include emitEvent
 -- @include removeFlowJobKeys
+-- @include freeDeduplication
 -- @include readNotice
 
 local jobId, jobKey = ARGV[1], KEYS[10]
@@ -79,6 +81,7 @@ for i = 4, 7 do rcall("ZREM", KEYS[i], jobId) end
 rcall("ZREM", KEYS[11], jobId)
 rcall("ZREM", KEYS[12], jobId)
 rcall("SREM", KEYS[8], jobId)
+freeDeduplicationOf(jobKey, jobId)
 removeFlowJobKeys(jobKey)
 emitEvent(KEYS[9], ARGV[2], "removed", jobId)
 return reply

@@ -16,6 +16,8 @@
   Returns { codes, noticed }: codes has one entry per child, 1 settled, 0 nothing to do (settled
   before, or not a dependency), -1 no parent; noticed lists the parents failed here
   (failParentOnFailure) that are children themselves: their notices are in KEYS[11]/[12].
+  A parent failed here keeps to its own removeOnFail (read from its opts): removed with its flow
+  keys, or the failed set trimmed by its count or age (at most 1000 jobs, trimFinishedFlow).
   A parent not in waiting-children when a child fails with policy fail gets cfr = its failedReason
   ("child <key> failed: <reason>", the first such child's): the runtime fails it when it is next
   taken (before its handler), when it asks to wait for children (moveToWaitingChildren-7 answers
@@ -23,12 +25,32 @@
 ]]
 local rcall = redis.call
 -- @include flowParent
+-- @include removeFlowJobKeys
+-- @include trimFinishedFlow
 
 local keys = { wait = KEYS[1], paused = KEYS[2], meta = KEYS[3], delayed = KEYS[4], prioritized = KEYS[5],
   pc = KEYS[6], marker = KEYS[7], events = KEYS[8], waitingChildren = KEYS[9], failed = KEYS[10],
   notices = KEYS[11], noticeData = KEYS[12] }
 local prefix, now, maxEvents = ARGV[1], ARGV[2], ARGV[3]
 local codes, noticed = {}, {}
+
+-- A parent failed here keeps to its own removeOnFail (its opts, as the runtime stored them), as a
+-- failure at its finish does: true removes it with its flow keys, a count or { count, age } trims
+-- the failed set (trimFinishedFlow, bounded). Its notice to its own parent is written already.
+local function applyRemoveOnFail(parentId, parentKey)
+  local ok, opts = pcall(cjson.decode, rcall("HGET", parentKey, "opts") or "{}")
+  local rule = ok and type(opts) == "table" and opts.removeOnFail or nil
+  local keepCount, keepAgeMs = -1, 0
+  if rule == true then keepCount = 0
+  elseif type(rule) == "number" then keepCount = rule
+  elseif type(rule) == "table" then keepCount, keepAgeMs = tonumber(rule.count) or -1, (tonumber(rule.age) or 0) * 1000 end
+  if keepCount == 0 then
+    rcall("ZREM", keys.failed, parentId)
+    removeFlowJobKeys(parentKey)
+  elseif keepCount > 0 or keepAgeMs > 0 then
+    trimFinishedFlow(keys.failed, prefix, now, keepCount, keepAgeMs)
+  end
+end
 for i = 4, #ARGV, 5 do
   local parentId, childKey, outcome, value, policy = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local parentKey = prefix .. parentId
@@ -56,6 +78,7 @@ for i = 4, #ARGV, 5 do
         if policy == "fail" or policy == "continue" then rcall("SREM", deps, childKey) end
         if waiting and policy == "fail" then
           if failParent(keys, parentId, parentKey, childKey, value, now, maxEvents) then noticed[#noticed + 1] = parentId end
+          applyRemoveOnFail(parentId, parentKey)
           waiting = false
         elseif policy == "fail" and rcall("HEXISTS", parentKey, "cfr") == 0 then
           -- A parent not waiting (running a step, or ready, delayed): marked, it fails when it is

@@ -170,6 +170,18 @@ local function removeFlowJobKeys(jobKey)
   removeJobKeys(jobKey)
   rcall("UNLINK", flowKeysOf(jobKey))
 end
+-- [lua-src/includes/freeDeduplication.lua]
+-- freeDeduplicationOf(jobKey, jobId): a job that goes (removed, drained, cleaned, cancelled) frees
+-- the simple-mode deduplication id it holds: its `deid`'s key is deleted while it has no TTL and
+-- still names the job, as freeDeduplication-1 does after a finish. Left, it would stay for ever,
+-- naming a job that is gone. A key with a TTL (throttle mode) stays until it expires: its window
+-- is the point. Call it before the job's hash is deleted.
+local function freeDeduplicationOf(jobKey, jobId)
+  local deid = rcall("HGET", jobKey, "deid")
+  if not deid then return end
+  local dedupKey = string.sub(jobKey, 1, #jobKey - #jobId) .. "de:" .. deid
+  if rcall("PTTL", dedupKey) == -1 and rcall("GET", dedupKey) == jobId then rcall("DEL", dedupKey) end
+end
 -- [lua-src/includes/trimFinishedFlow.lua]
 -- trimFinishedFlow(setKey, prefix, now, keepCount, keepAgeMs): trimFinished's rule for a finish of
 -- a job of a flow (finishFlowJobs-15): the jobs it drops take their flow keys (a parent's
@@ -226,11 +238,7 @@ if reason ~= "" then failedReason = failedReason .. ": " .. reason end
 rcall("HSET", jobKey, "finishedOn", now, "failedReason", failedReason, "cxl", reason)
 emitEvent(KEYS[8], ARGV[6], "failed", jobId, "failedReason", failedReason)
 
-local deid = rcall("HGET", jobKey, "deid")
-if deid then
-  local dedupKey = prefix .. "de:" .. deid
-  if rcall("PTTL", dedupKey) == -1 and rcall("GET", dedupKey) == jobId then rcall("DEL", dedupKey) end
-end
+freeDeduplicationOf(jobKey, jobId)
 
 local keepCount, keepAgeMs = tonumber(ARGV[4]), tonumber(ARGV[5])
 -- Read before the keep rule, which may delete the hash.

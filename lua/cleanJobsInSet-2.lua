@@ -22,7 +22,8 @@
   list each time, took 1.5 s for 200,000 finished jobs, and grew with the square of a list's
   length: 3.8 s for a list of 20,000. A job that moves between two calls may be missed or looked
   at twice: clean is a sweep, not a snapshot.
-  A removed job's flow keys go with it (removeFlowJobKeys). Its parent, in another queue, is not
+  A removed job's flow keys go with it (removeFlowJobKeys), and a simple-mode deduplication key
+  naming it (freeDeduplicationOf: no TTL). Its parent, in another queue, is not
   told (no script can reach its slot): docs/flows.md, "Removing jobs of a flow".
   Emits one `cleaned` event (with this call's count) per call that removed jobs.
 ]]
@@ -157,6 +158,18 @@ local function removeFlowJobKeys(jobKey)
   removeJobKeys(jobKey)
   rcall("UNLINK", flowKeysOf(jobKey))
 end
+-- [lua-src/includes/freeDeduplication.lua]
+-- freeDeduplicationOf(jobKey, jobId): a job that goes (removed, drained, cleaned, cancelled) frees
+-- the simple-mode deduplication id it holds: its `deid`'s key is deleted while it has no TTL and
+-- still names the job, as freeDeduplication-1 does after a finish. Left, it would stay for ever,
+-- naming a job that is gone. A key with a TTL (throttle mode) stays until it expires: its window
+-- is the point. Call it before the job's hash is deleted.
+local function freeDeduplicationOf(jobKey, jobId)
+  local deid = rcall("HGET", jobKey, "deid")
+  if not deid then return end
+  local dedupKey = string.sub(jobKey, 1, #jobKey - #jobId) .. "de:" .. deid
+  if rcall("PTTL", dedupKey) == -1 and rcall("GET", dedupKey) == jobId then rcall("DEL", dedupKey) end
+end
 
 local WINDOW = 500
 -- No job id holds ":" (PROTOCOL.md, L1), so no id is the sentinel.
@@ -176,6 +189,7 @@ for i, jobId in ipairs(ids) do
   local at = tonumber(stamps[1]) or tonumber(stamps[2]) or 0
   if at <= cutoff and rcall("EXISTS", jobKey .. ":lock") == 0 then
     if isList then rcall("LSET", setKey, start + i - 1, SENTINEL) end
+    freeDeduplicationOf(jobKey, jobId)
     removeFlowJobKeys(jobKey)
     removed[#removed + 1] = jobId
   end

@@ -5,7 +5,8 @@
 
   KEYS[1] wait  [2] paused  [3] prioritized  [4] delayed  [5] events
   ARGV[1] job-key prefix "P:{Q}:"  [2] "1" to drain delayed jobs too  [3] events max length
-  A removed job's flow keys go with it (removeFlowJobKeys). Its parent, in another queue, is not
+  A removed job's flow keys go with it (removeFlowJobKeys), and a simple-mode deduplication key
+  naming it (freeDeduplicationOf: no TTL). Its parent, in another queue, is not
   told (no script can reach its slot): docs/flows.md, "Removing jobs of a flow".
   Removes at most 1000 jobs a call, so one call stays short (a script runs alone in Redis: 5000
   took about 11 ms, 1000 take about 2); returns how many are left to remove (Queue.drain calls
@@ -142,13 +143,28 @@ local function removeFlowJobKeys(jobKey)
   removeJobKeys(jobKey)
   rcall("UNLINK", flowKeysOf(jobKey))
 end
+-- [lua-src/includes/freeDeduplication.lua]
+-- freeDeduplicationOf(jobKey, jobId): a job that goes (removed, drained, cleaned, cancelled) frees
+-- the simple-mode deduplication id it holds: its `deid`'s key is deleted while it has no TTL and
+-- still names the job, as freeDeduplication-1 does after a finish. Left, it would stay for ever,
+-- naming a job that is gone. A key with a TTL (throttle mode) stays until it expires: its window
+-- is the point. Call it before the job's hash is deleted.
+local function freeDeduplicationOf(jobKey, jobId)
+  local deid = rcall("HGET", jobKey, "deid")
+  if not deid then return end
+  local dedupKey = string.sub(jobKey, 1, #jobKey - #jobId) .. "de:" .. deid
+  if rcall("PTTL", dedupKey) == -1 and rcall("GET", dedupKey) == jobId then rcall("DEL", dedupKey) end
+end
 
 local prefix, budget = ARGV[1], 1000
 local function drainKey(key, isList)
   if budget <= 0 then return end
   local ids = isList and rcall("LRANGE", key, -budget, -1) or rcall("ZRANGE", key, 0, budget - 1)
   if #ids == 0 then return end
-  for _, jobId in ipairs(ids) do removeFlowJobKeys(prefix .. jobId) end
+  for _, jobId in ipairs(ids) do
+    freeDeduplicationOf(prefix .. jobId, jobId)
+    removeFlowJobKeys(prefix .. jobId)
+  end
   if isList then rcall("LTRIM", key, 0, -(#ids + 1)) else rcall("ZREMRANGEBYRANK", key, 0, #ids - 1) end
   budget = budget - #ids
 end

@@ -32,7 +32,8 @@
   bound (`:processed` of a step job grows round after round): the flow keys go with UNLINK
   (removeFlowJobKeys), which frees a big key's memory in a background thread, so this call's own
   work does not grow with them. The job's hash and logs go with DEL (removeJobKeys, shared with
-  the fixed moveToFinished-14).
+  the fixed moveToFinished-14). A simple-mode deduplication key naming the job (no TTL) goes too
+  (freeDeduplicationOf); a throttle key stays until its TTL ends.
   Notices are keyed by child id: a notice still waiting for an earlier parent of a job of the
   same id (that child removed and the id added again under this parent) is replaced by this
   removal's; the earlier parent's backstop then lets that child go as removed (docs/flows.md,
@@ -169,6 +170,18 @@ local function removeFlowJobKeys(jobKey)
   removeJobKeys(jobKey)
   rcall("UNLINK", flowKeysOf(jobKey))
 end
+-- [lua-src/includes/freeDeduplication.lua]
+-- freeDeduplicationOf(jobKey, jobId): a job that goes (removed, drained, cleaned, cancelled) frees
+-- the simple-mode deduplication id it holds: its `deid`'s key is deleted while it has no TTL and
+-- still names the job, as freeDeduplication-1 does after a finish. Left, it would stay for ever,
+-- naming a job that is gone. A key with a TTL (throttle mode) stays until it expires: its window
+-- is the point. Call it before the job's hash is deleted.
+local function freeDeduplicationOf(jobKey, jobId)
+  local deid = rcall("HGET", jobKey, "deid")
+  if not deid then return end
+  local dedupKey = string.sub(jobKey, 1, #jobKey - #jobId) .. "de:" .. deid
+  if rcall("PTTL", dedupKey) == -1 and rcall("GET", dedupKey) == jobId then rcall("DEL", dedupKey) end
+end
 -- [lua-src/includes/readNotice.lua]
 -- readNotice(stored): a notice of notice-data (JSON [parentKey, outcome, value, policy]) as
 -- { parentKey, outcome, value, policy }, or nil when it is none: not JSON (decoded under pcall, so
@@ -230,6 +243,7 @@ for i = 4, 7 do rcall("ZREM", KEYS[i], jobId) end
 rcall("ZREM", KEYS[11], jobId)
 rcall("ZREM", KEYS[12], jobId)
 rcall("SREM", KEYS[8], jobId)
+freeDeduplicationOf(jobKey, jobId)
 removeFlowJobKeys(jobKey)
 emitEvent(KEYS[9], ARGV[2], "removed", jobId)
 return reply

@@ -17,6 +17,8 @@
   Returns { codes, noticed }: codes has one entry per child, 1 settled, 0 nothing to do (settled
   before, or not a dependency), -1 no parent; noticed lists the parents failed here
   (failParentOnFailure) that are children themselves: their notices are in KEYS[11]/[12].
+  A parent failed here keeps to its own removeOnFail (read from its opts): removed with its flow
+  keys, or the failed set trimmed by its count or age (at most 1000 jobs, trimFinishedFlow).
   A parent not in waiting-children when a child fails with policy fail gets cfr = its failedReason
   ("child <key> failed: <reason>", the first such child's): the runtime fails it when it is next
   taken (before its handler), when it asks to wait for children (moveToWaitingChildren-7 answers
@@ -135,12 +137,76 @@ local function failParent(keys, parentId, parentKey, childKey, reason, now, maxE
   writeNotice(keys, parentId, link[1], "failed", failedReason, link[2] or "", now)
   return true
 end
+-- [lua-src/includes/removeJobKeys.lua]
+-- removeJobKeys(jobKey): delete a job's hash with its logs and lock (all in the job's slot).
+local function removeJobKeys(jobKey)
+  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":lock")
+end
+-- [lua-src/includes/removeFlowJobKeys.lua]
+-- removeFlowJobKeys(jobKey): removeJobKeys and the job's flow keys (a parent's dependencies,
+-- processed, unsuccessful, ignored and pending; docs/protocol.md, "Flows"), for the scripts that
+-- delete jobs outside their finish (removeJob-14, drain-5, cleanJobsInSet-2, obliterate-2).
+-- removeJobKeys itself stays as it is: it is part of the fixed moveToFinished-14.
+-- The flow keys go with UNLINK (allowed in scripts): `:processed` has no bound (a step job adds
+-- children round after round, each with its returnvalue), and UNLINK takes a big key out of the
+-- keyspace at once and frees its memory in a background thread, so the script's own work does not
+-- grow with it (a small key is freed at once, as DEL would).
+local function removeFlowJobKeys(jobKey)
+  removeJobKeys(jobKey)
+  rcall("UNLINK", flowKeysOf(jobKey))
+end
+-- [lua-src/includes/trimFinishedFlow.lua]
+-- trimFinishedFlow(setKey, prefix, now, keepCount, keepAgeMs): trimFinished's rule for a finish of
+-- a job of a flow (finishFlowJobs-15): the jobs it drops take their flow keys (a parent's
+-- :dependencies, :processed, ...) with them, by UNLINK (a step parent's :processed has no bound). trimFinished itself cannot: it is inlined in the fixed
+-- moveToFinished-14, whose text never changes. The same bound (at most FLOW_TRIM_BUDGET jobs per
+-- script call, over all its trims), the same order (the oldest first).
+local FLOW_TRIM_BUDGET = 1000
+local flowTrimBudget = FLOW_TRIM_BUDGET
+local function trimFinishedFlow(setKey, prefix, now, keepCount, keepAgeMs)
+  if flowTrimBudget <= 0 then return end
+  local doomed = {}
+  if keepAgeMs > 0 then
+    doomed = rcall("ZRANGEBYSCORE", setKey, "0", tonumber(now) - keepAgeMs, "LIMIT", "0", flowTrimBudget)
+    if #doomed > 0 then rcall("ZREM", setKey, unpack(doomed)) end
+  end
+  if keepCount >= 0 then
+    local extra = math.min(rcall("ZCARD", setKey) - keepCount, flowTrimBudget - #doomed)
+    if extra > 0 then
+      local popped = rcall("ZPOPMIN", setKey, extra)
+      for i = 1, #popped, 2 do doomed[#doomed + 1] = popped[i] end
+    end
+  end
+  flowTrimBudget = flowTrimBudget - #doomed
+  for _, jobId in ipairs(doomed) do
+    removeJobKeys(prefix .. jobId)
+    rcall("UNLINK", flowKeysOf(prefix .. jobId))
+  end
+end
 
 local keys = { wait = KEYS[1], paused = KEYS[2], meta = KEYS[3], delayed = KEYS[4], prioritized = KEYS[5],
   pc = KEYS[6], marker = KEYS[7], events = KEYS[8], waitingChildren = KEYS[9], failed = KEYS[10],
   notices = KEYS[11], noticeData = KEYS[12] }
 local prefix, now, maxEvents = ARGV[1], ARGV[2], ARGV[3]
 local codes, noticed = {}, {}
+
+-- A parent failed here keeps to its own removeOnFail (its opts, as the runtime stored them), as a
+-- failure at its finish does: true removes it with its flow keys, a count or { count, age } trims
+-- the failed set (trimFinishedFlow, bounded). Its notice to its own parent is written already.
+local function applyRemoveOnFail(parentId, parentKey)
+  local ok, opts = pcall(cjson.decode, rcall("HGET", parentKey, "opts") or "{}")
+  local rule = ok and type(opts) == "table" and opts.removeOnFail or nil
+  local keepCount, keepAgeMs = -1, 0
+  if rule == true then keepCount = 0
+  elseif type(rule) == "number" then keepCount = rule
+  elseif type(rule) == "table" then keepCount, keepAgeMs = tonumber(rule.count) or -1, (tonumber(rule.age) or 0) * 1000 end
+  if keepCount == 0 then
+    rcall("ZREM", keys.failed, parentId)
+    removeFlowJobKeys(parentKey)
+  elseif keepCount > 0 or keepAgeMs > 0 then
+    trimFinishedFlow(keys.failed, prefix, now, keepCount, keepAgeMs)
+  end
+end
 for i = 4, #ARGV, 5 do
   local parentId, childKey, outcome, value, policy = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local parentKey = prefix .. parentId
@@ -168,6 +234,7 @@ for i = 4, #ARGV, 5 do
         if policy == "fail" or policy == "continue" then rcall("SREM", deps, childKey) end
         if waiting and policy == "fail" then
           if failParent(keys, parentId, parentKey, childKey, value, now, maxEvents) then noticed[#noticed + 1] = parentId end
+          applyRemoveOnFail(parentId, parentKey)
           waiting = false
         elseif policy == "fail" and rcall("HEXISTS", parentKey, "cfr") == 0 then
           -- A parent not waiting (running a step, or ready, delayed): marked, it fails when it is

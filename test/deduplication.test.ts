@@ -139,12 +139,29 @@ describe('simple mode (no ttl)', () => {
     await eventually(async () => (await client.exists(h.queue.keys.deduplication('house'))) === 0, 5000, 'the key to go');
   });
 
+  it('job.remove(), drain and clean free the simple-mode id their job held; a throttle key stays its ttl', async () => {
+    const q = queue();
+    const removed = await q.add('paint', {}, { deduplication: { id: 'by-remove' } });
+    await q.add('paint', {}, { deduplication: { id: 'by-drain' } });
+    await q.add('paint', {}, { deduplication: { id: 'throttled', ttl: 60_000 } });
+    await removed.remove();
+    expect(await client.exists(q.keys.deduplication('by-remove'))).toBe(0);
+    await q.drain();
+    expect(await client.exists(q.keys.deduplication('by-drain'))).toBe(0);
+    expect(await client.exists(q.keys.deduplication('throttled'))).toBe(1);
+    await q.add('paint', {}, { deduplication: { id: 'by-clean' } });
+    expect(await q.clean(0, 0, 'wait')).toHaveLength(1);
+    expect(await client.exists(q.keys.deduplication('by-clean'))).toBe(0);
+  });
+
   it('a recycled custom id holds nothing: the job must carry the deduplication id (deid)', async () => {
     const q = queue();
     const first = await q.add('paint', {}, { jobId: 'order-1', deduplication: { id: 'house' } });
     await first.remove();
-    await q.add('paint', {}, { jobId: 'order-1' }); // same id, no deduplication: the key still names it
-    expect(await client.get(q.keys.deduplication('house'))).toBe('order-1');
+    expect(await client.exists(q.keys.deduplication('house'))).toBe(0); // the removal freed it
+    // A key left naming the id (by a worker given up right after a finish that removed its job):
+    await client.set(q.keys.deduplication('house'), 'order-1');
+    await q.add('paint', {}, { jobId: 'order-1' }); // same id, no deduplication
     const next = await q.add('paint', {}, { deduplication: { id: 'house' } });
     expect(next.id).not.toBe('order-1');
   });

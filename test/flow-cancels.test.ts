@@ -105,6 +105,33 @@ describe('a child that fails at its finish with no policy and removeOnFail: true
   });
 });
 
+describe('a parent failed by a failParentOnFailure child keeps to its own removeOnFail', () => {
+  for (const [label, removeOnFail] of [['true: removed, with its flow keys', true], ['a count of 1: the older failed parent trimmed', 1]] as const) {
+    it(label, async () => {
+      const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+      const trees = [];
+      for (let i = 0; i < 2; i++) {
+        trees.push(await producer().add({
+          name: 'parent', queueName: parents, opts: { removeOnFail },
+          children: [{ name: 'child', queueName: children, opts: { failParentOnFailure: true } }, { name: 'later', queueName: children, opts: { delay: 60_000 } }],
+        }));
+      }
+      const parentQueue = queue(parents);
+      const childQueue = queue(children);
+      for (const tree of trees) expect(await childQueue.cancelJob(tree.children![0].job.id)).toBe(true);
+      if (removeOnFail === true) {
+        for (const tree of trees) {
+          expect(await parentQueue.getJob(tree.job.id)).toBeUndefined();
+          expect(await scanKeys(client, `${parentQueue.keys.job(tree.job.id)}*`)).toEqual([]);
+        }
+      } else {
+        expect(await parentQueue.getJob(trees[0].job.id)).toBeUndefined();
+        expect(await (await parentQueue.getJob(trees[1].job.id))!.getState()).toBe('failed');
+      }
+    });
+  }
+});
+
 describe('queue.cancelJob of a parent', () => {
   it('waiting for its children: true, failed as cancelled; a child finishing later changes nothing', async () => {
     const f = await family({}, true);

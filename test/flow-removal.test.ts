@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Queue } from '../lib/index.js';
 import { FlowScripts } from '../lib/protocol/flow-scripts.js';
 import { JobControlScripts } from '../lib/protocol/job-control-scripts.js';
-import { eventually, newClient, singleNodeIt, uniqueQueueName } from './support/redis.js';
+import { eventually, newClient, scanKeys, singleNodeIt, uniqueQueueName } from './support/redis.js';
 import { closers, finished, producer, queue, worker } from './support/test-resources.js';
 
 // Removing jobs of a flow (docs/flows.md, "Removing jobs of a flow"): a parent takes its flow keys
@@ -336,6 +336,29 @@ describe('drain, clean and obliterate', () => {
       expect(await flowKeysLeft(h.parentQueue, h.tree.job.id)).toBe(1);
       expect(await h.parentQueue.clean(0, 0, 'completed')).toEqual([h.tree.job.id]);
       expect(await flowKeysLeft(h.parentQueue, h.tree.job.id)).toBe(0);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('obliterate leaves no key of the queue: not even the flow keys of a parent a plain job\'s count rule removed', async () => {
+    const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+    const tree = await producer().add({ name: 'parent', queueName: parents, children: [{ name: 'child', queueName: children }] });
+    const parentQueue = queue(parents);
+    worker(children, async () => 'value');
+    const done: string[] = [];
+    const w = worker(parents, async (job) => void done.push(job.id));
+    await finished(parentQueue, tree.job.id);
+    // A plain job that keeps only itself: its finish (moveToFinished-14, fixed) trims the parent's hash, not its flow keys.
+    const plain = await parentQueue.add('plain', {}, { removeOnComplete: 1 });
+    await finished(parentQueue, plain.id);
+    await w.close();
+    expect(await parentQueue.getJob(tree.job.id)).toBeUndefined();
+    const client = newClient();
+    try {
+      expect(await scanKeys(client, `${parentQueue.keys.job(tree.job.id)}:*`)).toEqual([parentQueue.keys.flow(tree.job.id, 'processed')]);
+      await parentQueue.obliterate();
+      expect(await scanKeys(client, `${parentQueue.keys.base}*`)).toEqual([]);
     } finally {
       client.disconnect();
     }

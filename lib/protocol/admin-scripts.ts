@@ -4,7 +4,7 @@ import { SCRIPTS } from './script-registry.js';
 
 /**
  * The typed bindings of a queue's queue-wide scripts: pause and resume, and the batches of clean,
- * drain and obliterate, each bounded per call (the runtime loops over them). Like Scripts, it
+ * drain, obliterate and a keep rule's trim, each bounded per call (the runtime loops over them). Like Scripts, it
  * builds each KEYS array in one place and sends no other command.
  */
 export class AdminScripts {
@@ -55,6 +55,19 @@ export class AdminScripts {
       script: SCRIPTS.obliterate,
       keys: [this.keys.meta, this.keys.active],
       args: [this.keys.base, force ? '1' : '0'],
+    })) as number;
+  }
+
+  /**
+   * One step of a keep rule on a finished set (trimFinished-1): at most 1000 of its oldest jobs
+   * over `keepCount` (-1: no count rule) or older than `keepAgeMs` (0: no age rule) deleted with
+   * their flow keys. Returns how many jobs are still over the rule (0: it holds).
+   */
+  async trimFinished(state: 'completed' | 'failed', keepCount: number, keepAgeMs: number, now: number): Promise<number> {
+    return (await this.call({
+      script: SCRIPTS.trimFinished,
+      keys: [this.keys.state(state)],
+      args: [this.keys.base, keepCount, keepAgeMs, now],
     })) as number;
   }
 

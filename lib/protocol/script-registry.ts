@@ -28,6 +28,7 @@ export const SCRIPTS = {
   cleanJobsInSet: new Script('cleanJobsInSet', 2),
   drain: new Script('drain', 5),
   obliterate: new Script('obliterate', 2),
+  trimFinished: new Script('trimFinished', 1),
   upsertJobScheduler: new Script('upsertJobScheduler', 10),
   startSchedulerJob: new Script('startSchedulerJob', 14),
   repairJobScheduler: new Script('repairJobScheduler', 12),

@@ -1,4 +1,4 @@
-import { MAX_EVENTS, NOW, hash, job, k, list, lock, set, zset } from './_common.mjs';
+import { MAX_EVENTS, NOW, hash, job, k, list, lock, set, str, zset } from './_common.mjs';
 
 const KEYS = [k('wait'), k('paused'), k('active'), k('prioritized'), k('delayed'), k('completed'), k('failed'),
   k('stalled'), k('events'), k('1'), k('waiting-children'), k('flow-pending'), k('notices'), k('notice-data')];
@@ -12,7 +12,7 @@ const spec = (id) => JSON.stringify({ queueName: 'children', prefix: 'emq', reco
 
 export default {
   script: 'removeJob-14.lua',
-  about: 'Remove one job from whatever state it is in, with its flow keys (docs/protocol.md, "Flows: step jobs and removal"): KEYS wait, paused, active, prioritized, delayed, completed, failed, stalled, events, the job\'s hash, waiting-children, flow-pending, notices, notice-data; ARGV jobId, events max length, "1" to answer the job\'s unsettled children, "1" to leave a notice for its parent, now, optionally the parent key the caller expects. {-1} no job; {0} its lock exists; {2} an expected parent that is not its parentKey: nothing changed. Otherwise out of every state, its hash, logs and flow keys deleted, event removed, and {1, notice or "", child keys...}: a child (with ARGV[4] "1") leaves the notice [parentKey, failed, removed, remove] scored now, unless a readable notice of its finish for that parent says more (a completion, or a failure with a policy: kept and answered); with ARGV[4] "0", or for a job with no parent, a notice it left is deleted. A parent answers its dependencies, then the children its intent (pending) holds that are not among them.',
+  about: 'Remove one job from whatever state it is in, with its flow keys (docs/protocol.md, "Flows: step jobs and removal"): KEYS wait, paused, active, prioritized, delayed, completed, failed, stalled, events, the job\'s hash, waiting-children, flow-pending, notices, notice-data; ARGV jobId, events max length, "1" to answer the job\'s unsettled children, "1" to leave a notice for its parent, now, optionally the parent key the caller expects. {-1} no job; {0} its lock exists; {2} an expected parent that is not its parentKey: nothing changed. Otherwise out of every state, its hash, logs and flow keys deleted (and a simple-mode deduplication key naming it: no TTL), event removed, and {1, notice or "", child keys...}: a child (with ARGV[4] "1") leaves the notice [parentKey, failed, removed, remove] scored now, unless a readable notice of its finish for that parent says more (a completion, or a failure with a policy: kept and answered); with ARGV[4] "0", or for a job with no parent, a notice it left is deleted. A parent answers its dependencies, then the children its intent (pending) holds that are not among them.',
   cases: [
     {
       name: 'no job hash: {-1}, nothing changed',
@@ -41,6 +41,21 @@ export default {
     {
       name: 'a waiting job: out of wait with its logs, event removed; {1, ""}',
       before: { [k('1')]: job('1'), [k('1:logs')]: list('a line'), [k('2')]: job('2'), [k('wait')]: list('2', '1') },
+      keys: KEYS,
+      argv: argv('1', '1'),
+    },
+    {
+      name: 'a waiting job holding a simple-mode deduplication id: its key (no TTL, naming it) deleted; another job\'s key stays',
+      before: {
+        [k('1')]: job('1', ['deid', 'house']), [k('wait')]: list('1'), [k('de:house')]: str('1'),
+        [k('de:other')]: str('2'),
+      },
+      keys: KEYS,
+      argv: argv('1', '1'),
+    },
+    {
+      name: 'a waiting job holding a throttle-mode id (a key with a TTL): the key stays until it expires',
+      before: { [k('1')]: job('1', ['deid', 'house']), [k('wait')]: list('1'), [k('de:house')]: str('1', 60000) },
       keys: KEYS,
       argv: argv('1', '1'),
     },

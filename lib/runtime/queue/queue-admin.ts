@@ -10,7 +10,7 @@ import type { QueuePart } from '../job/queue-part.js';
 import type { JobSchedulerJson, JobSchedulers } from '../schedulers/job-schedulers.js';
 import type { RepeatOptions } from '../schedulers/repeat-options.js';
 import type { JobSchedulerTemplate } from '../schedulers/template.js';
-import { deleteDeduplicationKeys } from './deduplication-keys.js';
+import { deleteLeftoverKeys } from './leftover-keys.js';
 import { assertIndex } from './job-reads.js';
 import type { PartitionRouter } from './partition-router.js';
 import { assertPrometheusLabels, queueMetricsText, PROMETHEUS_STATES } from './prometheus-text.js';
@@ -263,8 +263,9 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
   /**
    * Deletes the queue and all its jobs. Refuses while jobs are active, unless `force`. One
    * obliterate-2 call deletes at most 1,000 jobs; it loops until the queue is gone. A partitioned
-   * queue checks every partition for active jobs before it deletes anything. Deduplication keys,
-   * which no script can list, go last, found by SCAN (deduplication-keys.ts).
+   * queue checks every partition for active jobs before it deletes anything. What no script can
+   * list (deduplication keys, the flow keys of a parent another job's keep rule removed) goes last,
+   * found by SCAN (leftover-keys.ts): afterwards no key of the queue is left.
    */
   async obliterate(opts: { force?: boolean } = {}): Promise<void> {
     const force = opts.force === true;
@@ -279,7 +280,7 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
         if (reply === -3) throw activeRefusal();
       }
     }
-    await deleteDeduplicationKeys(this.client, this.parts.map((part) => part.keys));
+    await deleteLeftoverKeys(this.client, this.parts.map((part) => part.keys));
   }
 }
 

@@ -45,12 +45,13 @@ export class JobRelease {
   private readonly events: RunnerEvents;
   private readonly backoffStrategy?: BackoffStrategy;
   private readonly flows?: FlowFinishing;
+  private readonly trims?: JobRunnerOptions['trims'];
 
   /** `marks`: the runner's, which say which runs are flow jobs' and parents'. */
   constructor(options: JobRunnerOptions, locks: WorkerLocks, private readonly marks: RunMarks) {
     ({
       scripts: this.scripts, context: this.context, lockDuration: this.lockDuration, finisher: this.finisher, events: this.events,
-      backoffStrategy: this.backoffStrategy, flows: this.flows,
+      backoffStrategy: this.backoffStrategy, flows: this.flows, trims: this.trims,
     } = options);
     this.handovers = new HandoverRecovery(this.context.client, this.context.keys);
     this.releases = new ReleaseSender(this.context, locks, (error) => this.events.error(error));
@@ -200,6 +201,7 @@ export class JobRelease {
       const finish = { jobId: job.id, token: lock.token, timestamp: acquiredAt, outcome, value, stacktrace, keepCount, keepAgeMs, retryDelayMs, next };
       return flowJob ? this.finisher.finishFlow(finish) : this.finisher.finish(finish);
     }, release);
+    if (outcome !== 'retried') this.trims?.note(outcome, keepCount, keepAgeMs);
     // The notice is in Redis once the finish landed. After a lost reply it is delivered as Redis
     // holds it: "landed" may also be a job removed meanwhile, whose notice is another finish's.
     if (flowJob && job.parentKey !== undefined && outcome !== 'retried') {

@@ -8,6 +8,7 @@ import type { AttemptSpans } from './attempt-spans.js';
 import type { FinishBatcher } from './finish-batcher.js';
 import type { Job } from '../job/job.js';
 import type { RunSlots } from './run-slots.js';
+import type { FinishedTrim } from './finished-trim.js';
 import type { BackoffStrategy } from './worker-options.js';
 import type { PickupFields } from './pickup-fields.js';
 
@@ -51,6 +52,8 @@ export interface JobRunnerOptions {
   /** The worker's jobTimeout: the timeout of jobs whose opts give none. */
   jobTimeout?: number;
   flows?: FlowFinishing;
+  /** Where each finish's keep rule is noted, for the trim that keeps it holding on an idle queue. */
+  trims?: Pick<FinishedTrim, 'note'>;
   /** With the worker's `telemetry`: a span per attempt. Without it, none is made. */
   spans?: AttemptSpans;
   /** With the worker's `prefetch`: a job held ahead waits here for a handler to end. Without it, none waits. */

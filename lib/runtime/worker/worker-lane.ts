@@ -25,6 +25,8 @@ import { FlowScripts } from '../../protocol/flow-scripts.js';
 import { FlowRecovery } from '../flows/flow-recovery.js';
 import { registerRunner, unregisterRunner } from '../flows/running-parents.js';
 import { AttemptSpans } from './attempt-spans.js';
+import { FinishedTrim } from './finished-trim.js';
+import { AdminScripts } from '../../protocol/admin-scripts.js';
 
 /** What a lane needs from its worker. */
 export interface LaneOwner {
@@ -100,8 +102,9 @@ export class WorkerLane {
       this.notices.noticeStalledFailures(result.movedToFailed.map(({ jobId }) => jobId));
       owner.onSwept(this, result);
     };
+    const trims = new FinishedTrim(new AdminScripts(client, this.keys, options.maxEvents));
     this.sweeper = new StalledSweeper(this.scripts, client, this.keys, options, onSwept, owner.onSweepError,
-      () => Promise.all([this.schedulers.repair(), this.notices.sweep(), this.flowRecovery.sweep()]));
+      () => Promise.all([this.schedulers.repair(), this.notices.sweep(), this.flowRecovery.sweep(), trims.sweep()]));
     const control = new JobControlScripts(client, this.keys, options.maxEvents);
     const flows = new FlowScripts(client, this.keys, options.maxEvents);
     const context: JobContext<Job> = {
@@ -114,7 +117,7 @@ export class WorkerLane {
     }, owner.runnerEvents.error, !owner.sandboxed);
     this.runner = new JobRunner({
       processor: owner.processor, scripts: this.scripts, context, locks: this.locks, lockDuration, finisher: this.finisher, events: owner.runnerEvents,
-      schedulers: this.schedulers, backoffStrategy: options.backoffStrategy, jobTimeout: options.jobTimeout, flows: { notices: this.notices }, spans, slots: owner.slots,
+      schedulers: this.schedulers, backoffStrategy: options.backoffStrategy, jobTimeout: options.jobTimeout, flows: { notices: this.notices }, trims, spans, slots: owner.slots,
     });
     context.ownRun = (jobId, token) => this.runner.ownRun(jobId, token);
     registerRunner(this.runner);
