@@ -40,6 +40,7 @@
 ]]
 local rcall = redis.call
 -- @include emitEvent
+-- @include flowParent
 -- @include removeFlowJobKeys
 -- @include freeDeduplication
 -- @include trimFinishedFlow

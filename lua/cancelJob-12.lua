@@ -59,11 +59,6 @@ end
 local function trimEvents(eventsKey, maxEvents)
   rcall("XTRIM", eventsKey, "MAXLEN", "~", maxEvents)
 end
--- [lua-src/includes/removeJobKeys.lua]
--- removeJobKeys(jobKey): delete a job's hash with its logs and lock (all in the job's slot).
-local function removeJobKeys(jobKey)
-  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":lock")
-end
 -- [lua-src/includes/pushReady.lua]
 -- placeReady(keys, jobId, priority, lifo, paused): put a job where workers take ready jobs from.
 -- keys: { wait, paused, meta, prioritized, pc, marker }.
@@ -156,6 +151,11 @@ local function failParent(keys, parentId, parentKey, childKey, reason, now, maxE
   if not link[1] then return false end
   writeNotice(keys, parentId, link[1], "failed", failedReason, link[2] or "", now)
   return true
+end
+-- [lua-src/includes/removeJobKeys.lua]
+-- removeJobKeys(jobKey): delete a job's hash with its logs and lock (all in the job's slot).
+local function removeJobKeys(jobKey)
+  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":lock")
 end
 -- [lua-src/includes/removeFlowJobKeys.lua]
 -- removeFlowJobKeys(jobKey): removeJobKeys and the job's flow keys (a parent's dependencies,
