@@ -22,7 +22,7 @@ export type { BackoffStrategy, MetricsOptions, ResolvedWorkerOptions, WorkerCons
 export type { WorkerEvents, WorkerState } from './runtime/worker/worker-events.js';
 export { Job } from './runtime/job/job.js';
 export { CorruptJobError, JobNotFoundError } from './runtime/job/job-errors.js';
-export type { JobStateName, JobStateOrUnknown } from './runtime/job/job-state.js';
+export type { JobStateName, JobStateOrUnknown, JobStatus } from './runtime/job/job-state.js';
 export type { ProcessorContext, ProcessorFunction } from './runtime/queue/processor.js';
 export type { SandboxedContext, SandboxedJob, SandboxedProcessor } from './runtime/sandbox/sandboxed-job.js';
 export type { WorkerThreadsOptions } from './runtime/sandbox/sandbox-options.js';
@@ -48,7 +48,7 @@ export {
   type LockRenewalFailedEvent,
   type LockRenewedEvent,
 } from './runtime/locks/lock-events.js';
-export type { BackoffOptions, DeduplicationOptions, JobOptions, KeepJobs, ParentFailureOptions, ParentOptions } from './runtime/core/job-options.js';
+export type { BackoffOptions, DeduplicationOptions, JobOptions, JobsOptions, KeepJobs, ParentFailureOptions, ParentOptions } from './runtime/core/job-options.js';
 export type { QueueEventsOptions, QueueOptions, ResolvedQueueOptions } from './runtime/core/queue-options.js';
 export type { ConnectionInput } from './runtime/core/connection.js';
 export { RedisFullError, RedisVersionError } from './runtime/core/redis-health.js';

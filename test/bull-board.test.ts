@@ -175,9 +175,9 @@ describe('bull-board: the board over HTTP (@bull-board/express)', () => {
 
   it('retries a failed job and promotes a delayed one through the board', async () => {
     expect((await call('PUT', `/api/queues/${queue.name}/${ids.failed}/retry`)).status).toBe(204);
-    expect(await (await queue.getJob(ids.failed))!.getState()).toBe('wait');
+    expect(await (await queue.getJob(ids.failed))!.getState()).toBe('waiting');
     expect((await call('PUT', `/api/queues/${queue.name}/${ids.delayed}/promote`)).status).toBe(204);
-    expect(await (await queue.getJob(ids.delayed))!.getState()).toBe('wait');
+    expect(await (await queue.getJob(ids.delayed))!.getState()).toBe('waiting');
     // A job that is not finished is not retried: the board's 400, nothing changed.
     expect((await call('PUT', `/api/queues/${queue.name}/${ids.waiting}/retry`)).status).toBe(400);
   });

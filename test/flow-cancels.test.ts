@@ -45,7 +45,7 @@ describe('queue.cancelJob of a child of a flow tells its parent at once', () => 
   it('ignoreDependencyOnFailure: the parent goes on at once, the cancel among its ignored', async () => {
     const f = await family({ ignoreDependencyOnFailure: true });
     expect(await f.childQueue.cancelJob(f.child.id)).toBe(true);
-    await stateWithin(f.parent, 'wait');
+    await stateWithin(f.parent, 'waiting');
     const parent = (await f.parentQueue.getJob(f.parent.id))!;
     expect(await parent.getDependencies()).toEqual({
       processed: {}, unprocessed: [], failed: [], ignored: { [f.childQueue.keys.job(f.child.id)]: `job ${f.child.id} was cancelled` },
@@ -65,7 +65,7 @@ describe('queue.cancelJob of a child of a flow tells its parent at once', () => 
   it('no policy, removeOnFail: true: a removed child is no failure, so the parent goes on without it', async () => {
     const f = await family({ removeOnFail: true });
     expect(await f.childQueue.cancelJob(f.child.id)).toBe(true);
-    await stateWithin(f.parent, 'wait');
+    await stateWithin(f.parent, 'waiting');
     expect(await f.parentQueue.getJob(f.parent.id).then((p) => p!.getDependenciesCount())).toEqual({ processed: 0, unprocessed: 0, failed: 0, ignored: 0 });
   });
 

@@ -129,7 +129,7 @@ describe('removing a child', () => {
     expect(await f.tree.job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 1, failed: 0, ignored: 0 });
     expect(await f.tree.job.getState()).toBe('waiting-children');
     expect(await f.childQueue.remove(last.id)).toBe(1);
-    expect(await f.tree.job.getState()).toBe('wait');
+    expect(await f.tree.job.getState()).toBe('waiting');
     const client = newClient();
     try {
       expect(await client.zcard(f.childQueue.keys.notices)).toBe(0);
@@ -148,7 +148,7 @@ describe('removing a child', () => {
     await eventually(async () => (await tree.job.getDependenciesCount()).failed === 1, 5000, 'the failure recorded');
     await bad.remove();
     expect(await tree.job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, failed: 0, ignored: 0 });
-    expect(await tree.job.getState()).toBe('wait');
+    expect(await tree.job.getState()).toBe('waiting');
   });
 
   it('a locked child is refused and nothing changes', async () => {
@@ -244,7 +244,7 @@ describe('removing a child whose finish the parent has not heard of yet', () => 
 
     const cont = await failedUnheard('continue');
     await cont.failed.remove();
-    expect(await cont.tree.job.getState()).toBe('wait'); // started by the failure, the other child still to run
+    expect(await cont.tree.job.getState()).toBe('waiting'); // started by the failure, the other child still to run
     expect((await cont.tree.job.getDependencies()).failed).toEqual([cont.childKey]);
 
     const remove = await failedUnheard('remove');
@@ -280,7 +280,7 @@ describe('removeJob-14\'s expected parent (ARGV[6])', () => {
     const second = f.tree.children![1].job;
     const other = f.parentQueue.keys.job('someone-else');
     expect(await control.removeJob(second.id, { children: true, notifyParent: true, expectedParent: other })).toEqual({ outcome: 'reparented', children: [] });
-    expect(await second.getState()).toBe('wait');
+    expect(await second.getState()).toBe('waiting');
     expect((await f.tree.job.getDependenciesCount()).unprocessed).toBe(2);
     // Not a child at all: the same.
     const plain = await f.childQueue.add('plain', {});

@@ -80,7 +80,7 @@ describe('FlowProducer.getFlow', () => {
     expect(readMid1.children![0].job!.returnvalue).toBe('leaf-1.0 done');
     expect(readMid1.children![1].job!.failedReason).toBe('leaf broke');
     expect(await readMid1.job!.getState()).toBe('waiting-children');
-    await eventually(async () => (await byName(after, 'mid-0').job!.getState()) === 'wait', 5000, 'mid-0 ready');
+    await eventually(async () => (await byName(after, 'mid-0').job!.getState()) === 'waiting', 5000, 'mid-0 ready');
 
     // Any job of the tree can be the top of a read: a middle one, in its own queue.
     const fromMiddle = await flow.getFlow({ id: mid1Id, queueName: middle });

@@ -21,7 +21,7 @@ describe('FlowProducer.add', () => {
     expect(tree.children).toHaveLength(3);
     for (const child of tree.children!) {
       expect(child.job.parent).toEqual({ id: tree.job.id, queueKey: `emq:{${parents}}` });
-      expect(await child.job.getState()).toBe('wait');
+      expect(await child.job.getState()).toBe('waiting');
     }
     const stored = await childQueue.getJob(tree.children![0].job.id);
     expect(stored?.parentKey).toBe(`emq:{${parents}}:${tree.job.id}`);

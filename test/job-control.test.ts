@@ -113,7 +113,7 @@ describe.each(kinds)('job control on %s', (_kind, partitions) => {
     expect((await queue.getJob(job.id))!.priority).toBe(3);
     expect(await queue.getCountsPerPriority([3])).toEqual({ 3: 1 });
     await job.changePriority({ lifo: true });
-    expect(await job.getState()).toBe('wait');
+    expect(await job.getState()).toBe('waiting');
     expect(job.priority).toBe(0);
     for (const [change, field] of [
       [{ priority: -1 }, 'priority'], [{ priority: 2 ** 21 }, 'priority'], [{ priority: 1.5 }, 'priority'], [{ priority: '2' }, 'priority'],
@@ -269,7 +269,7 @@ describe('job control of a job scheduler\'s jobs', () => {
     await first.changeDelay(10_000);
     expect(Number(await client.zscore(keys.delayed, first.id))).toBeLessThanOrEqual(Date.now() + 10_000);
     await first.promote();
-    expect(await first.getState()).toBe('wait');
+    expect(await first.getState()).toBe('waiting');
     expect((await queue.getJobScheduler('hourly'))!.next).toBe(Number(first.id.split(':')[2]));
   });
 });

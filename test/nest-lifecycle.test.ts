@@ -34,7 +34,7 @@ describe('EchoMQModule lifecycle', () => {
     const job = await queue.add('x', {});
     await sleep(300);
     expect(orchestrator.getWorker(name)).toBeUndefined();
-    expect(await job.getState()).toBe('wait');
+    expect(await job.getState()).toBe('waiting');
     expect(orchestrator.startWorkers().map((w) => w.name)).toEqual([name]);
     expect(orchestrator.startWorkers()).toEqual([]);
     await eventually(async () => (await job.getState()) === 'completed', 10_000, 'the job after a manual start');
@@ -107,7 +107,7 @@ describe('EchoMQModule lifecycle', () => {
       const stored = await new Queue(name, { connection: client }).getJob(job.id);
       expect(await stored?.getState()).toBe('completed');
       expect(renewed.filter((id) => id === job.id).length).toBeGreaterThanOrEqual(2);
-      expect(await new Queue(name, { connection: client }).getJob(late.id).then((j) => j?.getState())).toBe('wait');
+      expect(await new Queue(name, { connection: client }).getJob(late.id).then((j) => j?.getState())).toBe('waiting');
       const followUp = await new Queue(follow, { connection: client }).getJob(String(stored?.returnvalue));
       expect(followUp?.data).toEqual({ from: job.id });
       expect((await queueKeys(client, name)).filter((k) => k.endsWith(':lock'))).toEqual([]);

@@ -37,7 +37,7 @@ describe('EchoMQModule registration', () => {
     expect(byToken).toBeInstanceOf(Queue);
     expect(app.get(Producer, { strict: false }).queue).toBe(byToken);
     const job = await byToken.add('hello', { n: 1 });
-    expect(await job.getState()).toBe('wait');
+    expect(await job.getState()).toBe('waiting');
   });
 
   it('forRoot(configKey, options) gives a named configuration its own prefix, queues and processors', async () => {

@@ -163,7 +163,7 @@ describe('prefetch', () => {
     expect(started).toEqual([1]);
     expect(await (await h.queue.getJob(one.id))!.getState()).toBe('completed');
     const back = await h.queue.getJob(two.id);
-    expect(await back!.getState()).toBe('wait');
+    expect(await back!.getState()).toBe('waiting');
     expect(back!.attemptsMade).toBe(0);
     expect(await client.exists(h.queue.keys.lock(two.id))).toBe(0);
     // Another worker takes it next and runs it.

@@ -239,7 +239,7 @@ describe('running a schedule', () => {
     const immediate = slotOf(first!.id);
     expect(immediate).toBeGreaterThanOrEqual(before);
     expect(immediate).toBeLessThanOrEqual(Date.now());
-    expect(await first!.getState()).toBe('wait');
+    expect(await first!.getState()).toBe('waiting');
     const slot = Math.ceil(immediate / 2000) * 2000; // the pattern's first time after it
     expect(await h.queue.getJobScheduler('at-once')).toMatchObject({ next: immediate, after: slot, iterationCount: 2 });
     // Another instance's boot, before anything ran: the same job, nothing new.

@@ -115,7 +115,7 @@ describe('step jobs', () => {
       await client.set(q.keys.lock(job.id), 'theirs');
       await expect(job.moveToWaitingChildren('mine')).rejects.toMatchObject({ code: -6 });
       await expect(job.moveToWaitingChildren('theirs')).rejects.toMatchObject({ code: -3 }); // in wait, not active
-      expect(await job.getState()).toBe('wait');
+      expect(await job.getState()).toBe('waiting');
       await client.del(q.keys.lock(job.id), q.keys.job(job.id));
       await expect(job.moveToWaitingChildren('theirs')).rejects.toMatchObject({ code: -1 });
       await expect(job.moveToWaitingChildren('')).rejects.toMatchObject({ name: 'EchoMQOptionError', field: 'token' });
@@ -377,7 +377,7 @@ describe('failParentOnFailure on a parent that is not waiting (cfr)', () => {
     worker(children, async () => { throw new Error('no'); });
     await eventually(async () => (await childQueue.getJobCounts('failed')).failed === 2, 10_000, 'both children failed');
     await eventually(async () => (await parentQueue.client.hget(parentQueue.keys.job(tree.job.id), 'cfr')) !== null, 5000, 'the parent marked');
-    expect(await tree.job.getState()).toBe('wait');
+    expect(await tree.job.getState()).toBe('waiting');
     let ran = false;
     worker(parents, async () => {
       ran = true;

@@ -1,5 +1,5 @@
 import type { JobState } from '../../protocol/keys.js';
-import type { JobStateOrUnknown } from '../../runtime/job/job-state.js';
+import type { JobStatus } from '../../runtime/job/job-state.js';
 
 /** bull-board's status names (its STATUSES, less `latest`): BullMQ's, where our `wait` is `waiting`. */
 export type BoardStatus = 'active' | 'waiting' | 'waiting-children' | 'prioritized' | 'completed' | 'failed' | 'delayed' | 'paused';
@@ -23,7 +23,7 @@ export function stateOfStatus(status: string): JobState | undefined {
   return TO_STATE.get(status) ?? (status === 'wait' ? 'wait' : undefined);
 }
 
-/** The board's name for a job's state: `waiting` for `wait`, the others as they are. */
-export function statusOfState(state: JobStateOrUnknown): BoardStatus | 'unknown' {
-  return state === 'wait' ? 'waiting' : state;
+/** The board's name for a job's state, as job.getState() answers it: the same names (BullMQ's). */
+export function statusOfState(state: JobStatus): BoardStatus | 'unknown' {
+  return state;
 }

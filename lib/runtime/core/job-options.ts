@@ -120,6 +120,9 @@ export interface JobOptions extends ParentFailureOptions {
   telemetry?: JobTelemetryOptions;
 }
 
+/** BullMQ's name for JobOptions: code moved from BullMQ compiles as it is. */
+export type JobsOptions = JobOptions;
+
 /** Checks every job option; throws EchoMQOptionError naming the first that is wrong. */
 export function validateJobOptions(opts: JobOptions, at = ''): void {
   if (typeof opts !== 'object' || opts === null) throw new EchoMQOptionError(`${at}opts`, `must be an object, got ${describe(opts)}`);

@@ -120,6 +120,11 @@ export class FlowProducer {
     return readFlow(this.client, (keys) => this.partOf(keys.queueName, keys.prefix).context, checked);
   }
 
+  /** Resolves once the producer's connection answers (BullMQ's name). */
+  async waitUntilReady(): Promise<void> {
+    await this.client.ping();
+  }
+
   async close(): Promise<void> {
     this.closing ??= this.ownsClient ? closeClient(this.client) : Promise.resolve();
     return this.closing;

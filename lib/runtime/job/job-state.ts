@@ -5,6 +5,13 @@ import type { RedisClient } from '../../protocol/script.js';
 
 export type JobStateOrUnknown = JobState | 'unknown';
 
+/**
+ * A job's state as `job.getState()` answers it: BullMQ's names, `waiting` for a job in `wait` or
+ * `paused` (as BullMQ's getState answers for both lists), `unknown` when no state holds it. The
+ * keys keep the protocol's names; only the answer is BullMQ's (docs/job-control.md).
+ */
+export type JobStatus = Exclude<JobState, 'wait' | 'paused'> | 'waiting' | 'unknown';
+
 /** A state as a caller may name it: ours, or BullMQ's `waiting` for `wait`. */
 export type JobStateName = JobState | 'waiting';
 
@@ -49,4 +56,10 @@ export async function getJobState(client: RedisClient, keys: Keys, jobId: string
     if (reply !== null) return states[i];
   }
   return 'unknown';
+}
+
+/** getJobState under BullMQ's names (JobStatus): `waiting` for wait and paused. */
+export async function getJobStatus(client: RedisClient, keys: Keys, jobId: string): Promise<JobStatus> {
+  const state = await getJobState(client, keys, jobId);
+  return state === 'wait' || state === 'paused' ? 'waiting' : state;
 }

@@ -8,7 +8,7 @@ import { childrenValues, dependencies, dependenciesCount, type Dependencies, typ
 import type { JobContext, RemoveOptions, WaitingChildrenOptions } from './job-context.js';
 import { changeJobDelay, changeJobPriority, moveJobToDelayed, promoteJob, updateJobData, type PriorityChange } from './job-control.js';
 import { CorruptJobError } from './job-errors.js';
-import { getJobState, type JobStateOrUnknown } from './job-state.js';
+import { getJobStatus, type JobStatus } from './job-state.js';
 import { waitUntilFinished } from './wait-until-finished.js';
 
 /**
@@ -25,6 +25,13 @@ export function canNameJob(jobId: unknown): jobId is string {
   } catch {
     return false;
   }
+}
+
+/** What Job.create, createBulk and fromId take (BullMQ's static forms): a Queue. */
+export interface JobQueue<Data, Result> {
+  add(name: string, data: Data, opts?: JobOptions): Promise<Job<Data, Result>>;
+  addBulk(jobs: Array<{ name: string; data: Data; opts?: JobOptions }>): Promise<Array<Job<Data, Result>>>;
+  getJob(jobId: string): Promise<Job<Data, Result> | undefined>;
 }
 
 /**
@@ -77,6 +84,21 @@ export class Job<Data = unknown, Result = unknown> {
     return this.context.queueName;
   }
 
+  /** BullMQ's `Job.create(queue, name, data, opts)`: `queue.add(name, data, opts)`. */
+  static create<D, R>(queue: JobQueue<D, R>, name: string, data: D, opts?: JobOptions): Promise<Job<D, R>> {
+    return queue.add(name, data, opts);
+  }
+
+  /** BullMQ's `Job.createBulk(queue, jobs)`: `queue.addBulk(jobs)`. */
+  static createBulk<D, R>(queue: JobQueue<D, R>, jobs: Array<{ name: string; data: D; opts?: JobOptions }>): Promise<Array<Job<D, R>>> {
+    return queue.addBulk(jobs);
+  }
+
+  /** BullMQ's `Job.fromId(queue, jobId)`: `queue.getJob(jobId)`, undefined when there is none. */
+  static fromId<D, R>(queue: JobQueue<D, R>, jobId: string): Promise<Job<D, R> | undefined> {
+    return queue.getJob(jobId);
+  }
+
   /** Builds a job from HGETALL's reply (a flat array or an object). Throws CorruptJobError. */
   static fromHash<D = unknown, R = unknown>(context: JobContext, id: string, hash: string[] | Record<string, string>): Job<D, R> {
     const fields = Array.isArray(hash) ? pairsToRecord(hash) : hash;
@@ -122,8 +144,38 @@ export class Job<Data = unknown, Result = unknown> {
     return this.context.client.lrange(this.context.keys.logs(this.id), start, end);
   }
 
-  async getState(): Promise<JobStateOrUnknown> {
-    return getJobState(this.context.client, this.context.keys, this.id);
+  /**
+   * Where the job is, under BullMQ's names: `waiting` (in wait, or paused), `prioritized`,
+   * `delayed`, `active`, `waiting-children`, `completed`, `failed`, or `unknown` (no state holds it).
+   */
+  async getState(): Promise<JobStatus> {
+    return getJobStatus(this.context.client, this.context.keys, this.id);
+  }
+
+  /** BullMQ's state predicates: each one getState() read. */
+  async isCompleted(): Promise<boolean> {
+    return (await this.getState()) === 'completed';
+  }
+
+  async isFailed(): Promise<boolean> {
+    return (await this.getState()) === 'failed';
+  }
+
+  async isDelayed(): Promise<boolean> {
+    return (await this.getState()) === 'delayed';
+  }
+
+  async isActive(): Promise<boolean> {
+    return (await this.getState()) === 'active';
+  }
+
+  /** In wait or paused (BullMQ's `waiting`); a prioritized job answers false, as in BullMQ. */
+  async isWaiting(): Promise<boolean> {
+    return (await this.getState()) === 'waiting';
+  }
+
+  async isWaitingChildren(): Promise<boolean> {
+    return (await this.getState()) === 'waiting-children';
   }
 
   /**

@@ -182,6 +182,14 @@ export class Queue<Data = unknown, Result = unknown> extends QueueAdmin<Data, Re
     return counts;
   }
 
+  /**
+   * Resolves once the queue's connection answers (BullMQ's name): a PING, which waits for the
+   * connection to come up (EchoMQ's connections never give up on a command).
+   */
+  async waitUntilReady(): Promise<void> {
+    await this.client.ping();
+  }
+
   /** Closes the queue's connection if the queue created it. Adding afterwards is refused. */
   close(): Promise<void> {
     for (const part of this.parts) part.adds.flush(); // adds of this turn go before the QUIT

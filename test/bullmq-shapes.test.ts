@@ -1,0 +1,59 @@
+import { describe, expect, it } from '@jest/globals';
+import { Job, type JobsOptions } from '../lib/index.js';
+import { uniqueQueueName } from './support/redis.js';
+import { producer, queue } from './support/test-resources.js';
+
+// BullMQ's names with BullMQ's behaviour (issue 38), in our words: the statics of Job, the state
+// names job.getState() answers and the predicates on them, waitUntilReady.
+
+describe('Job.create, Job.createBulk, Job.fromId', () => {
+  it('add, add many and read back through the queue given, as queue.add, addBulk and getJob do', async () => {
+    const q = queue(uniqueQueueName('shapes'));
+    const opts: JobsOptions = { priority: 2 };
+    const created = await Job.create(q, 'one', { n: 1 }, opts);
+    expect(await created.getState()).toBe('prioritized');
+    const many = await Job.createBulk(q, [{ name: 'two', data: { n: 2 } }, { name: 'three', data: { n: 3 }, opts: { delay: 60_000 } }]);
+    expect(many.map((job) => job.name)).toEqual(['two', 'three']);
+    const read = await Job.fromId(q, created.id);
+    expect(read).toMatchObject({ id: created.id, name: 'one', data: { n: 1 }, priority: 2 });
+    expect(await Job.fromId(q, 'no-such-job')).toBeUndefined();
+  });
+});
+
+describe('job.getState() answers BullMQ\'s names', () => {
+  it('waiting for a job in wait and in paused, then prioritized, delayed; the predicates agree', async () => {
+    const q = queue(uniqueQueueName('shapes'));
+    const waiting = await q.add('w', {});
+    const prioritized = await q.add('p', {}, { priority: 1 });
+    const delayed = await q.add('d', {}, { delay: 60_000 });
+    expect(await waiting.getState()).toBe('waiting');
+    expect(await prioritized.getState()).toBe('prioritized');
+    expect(await delayed.getState()).toBe('delayed');
+    await q.pause();
+    const paused = await q.add('q', {});
+    expect(await paused.getState()).toBe('waiting');
+    expect(await q.getJobCounts('paused', 'waiting')).toEqual({ paused: 2, waiting: 0 });
+    expect([await waiting.isWaiting(), await prioritized.isWaiting(), await delayed.isDelayed(), await paused.isWaiting()]).toEqual([true, false, true, true]);
+    expect([await waiting.isActive(), await waiting.isCompleted(), await waiting.isFailed(), await waiting.isWaitingChildren()]).toEqual([false, false, false, false]);
+  });
+
+  it('waiting-children for a parent; completed and failed once finished, unknown once gone', async () => {
+    const [parents, children] = [uniqueQueueName('parents'), uniqueQueueName('children')];
+    const tree = await producer().add({ name: 'p', queueName: parents, children: [{ name: 'c', queueName: children }] });
+    expect(await tree.job.getState()).toBe('waiting-children');
+    expect(await tree.job.isWaitingChildren()).toBe(true);
+    const childQueue = queue(children);
+    expect(await childQueue.cancelJob(tree.children![0].job.id)).toBe(true);
+    expect(await tree.children![0].job.isFailed()).toBe(true);
+    await tree.children![0].job.remove();
+    expect(await tree.children![0].job.getState()).toBe('unknown');
+  });
+});
+
+describe('waitUntilReady', () => {
+  it('Queue and FlowProducer resolve once their connection answers', async () => {
+    const q = queue(uniqueQueueName('shapes'));
+    await expect(q.waitUntilReady()).resolves.toBeUndefined();
+    await expect(producer().waitUntilReady()).resolves.toBeUndefined();
+  });
+});
