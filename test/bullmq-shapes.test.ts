@@ -57,3 +57,39 @@ describe('waitUntilReady', () => {
     await expect(producer().waitUntilReady()).resolves.toBeUndefined();
   });
 });
+
+describe('a Queue is an EventEmitter of what it did (BullMQ\'s QueueListener)', () => {
+  it('waiting after add, paused, resumed, progress, removed, cleaned', async () => {
+    const q = queue(uniqueQueueName('shapes'));
+    const seen: unknown[][] = [];
+    for (const event of ['waiting', 'paused', 'resumed', 'progress', 'removed', 'cleaned'] as const) {
+      q.on(event, (...args: unknown[]) => seen.push([event, ...args.map((arg) => (arg instanceof Job ? `job ${arg.id}` : arg))]));
+    }
+    const job = await q.add('a', {});
+    await q.pause();
+    await q.resume();
+    await q.updateJobProgress(job.id, { pct: 50 });
+    expect((await q.getJob(job.id))!.progress).toEqual({ pct: 50 });
+    expect(await q.remove(job.id)).toBe(1);
+    const old = await q.add('b', {});
+    expect(await q.clean(0, 0, 'wait')).toEqual([old.id]);
+    expect(seen).toEqual([
+      ['waiting', `job ${job.id}`], ['paused'], ['resumed'], ['progress', job.id, { pct: 50 }], ['removed', job.id],
+      ['waiting', `job ${old.id}`], ['cleaned', [old.id], 'wait'],
+    ]);
+  });
+});
+
+describe('queue.addJobLog, updateJobProgress, getJobState', () => {
+  it('act on a job by its id; a job that does not exist: EchoMQError -1, or unknown', async () => {
+    const q = queue(uniqueQueueName('shapes'));
+    const job = await q.add('a', {}, { delay: 60_000 });
+    expect(await q.addJobLog(job.id, 'one')).toBe(1);
+    expect(await q.addJobLog(job.id, 'two', 1)).toBe(1);
+    expect(await q.getJobLogs(job.id)).toEqual({ logs: ['two'], count: 1 });
+    expect(await q.getJobState(job.id)).toBe('delayed');
+    expect(await q.getJobState('nope')).toBe('unknown');
+    await expect(q.updateJobProgress('nope', 1)).rejects.toMatchObject({ code: -1 });
+    await expect(q.addJobLog('nope', 'x')).rejects.toMatchObject({ code: -1 });
+  });
+});

@@ -84,7 +84,8 @@ describe('upsertJobScheduler', () => {
         [() => h.queue.upsertJobScheduler('bad', { every: 1000, pattern: '* * * * *' }), 'repeat.pattern'],
         [() => h.queue.upsertJobScheduler('bad', { pattern: '* * * * *', tz: 'Nowhere/Else' }), 'repeat.tz'],
         [() => h.queue.upsertJobScheduler('bad', { every: -5 }), 'repeat.every'],
-        [() => h.queue.upsertJobScheduler('bad:id', { every: 1000 }), 'jobSchedulerId'],
+        [() => h.queue.upsertJobScheduler('bad:1700000000000', { every: 1000 }), 'jobSchedulerId'],
+        [() => h.queue.upsertJobScheduler('bad:', { every: 1000 }), 'jobSchedulerId'],
         [() => h.queue.upsertJobScheduler('bad', { every: 1000 }, { opts: { jobId: 'x' } } as never), 'template.opts.jobId'],
         [() => h.queue.upsertJobScheduler('bad', { every: 1000 }, { opts: { delay: 5 } } as never), 'template.opts.delay'],
         [() => h.queue.upsertJobScheduler('bad', { every: 1000 }, { opts: { attempts: 0 } }), 'template.opts.attempts'],
@@ -99,6 +100,20 @@ describe('upsertJobScheduler', () => {
     } finally {
       client.disconnect();
     }
+  });
+});
+
+describe('scheduler ids with ":"', () => {
+  it('tenant:region:task runs, reads back and is removed like any id; its jobs\' ids parse to it', async () => {
+    h = new Harness();
+    const ran: string[] = [];
+    h.worker(async (job) => void ran.push(job.id));
+    await h.queue.upsertJobScheduler('tenant:eu:nightly', { every: 200 }, { name: 'tick' });
+    await eventually(async () => ran.length >= 2, 5000, 'two slots run');
+    expect(ran.map((id) => parseSchedulerJobId(id)!.schedulerId)).toEqual(ran.map(() => 'tenant:eu:nightly'));
+    expect(await h.queue.getJobScheduler('tenant:eu:nightly')).toMatchObject({ key: 'tenant:eu:nightly', every: 200 });
+    expect(await h.queue.removeJobScheduler('tenant:eu:nightly')).toBe(true);
+    expect(await h.queue.getJobSchedulersCount()).toBe(0);
   });
 });
 

@@ -15,9 +15,11 @@ import { assertIndex } from './job-reads.js';
 import type { PartitionRouter } from './partition-router.js';
 import { assertPrometheusLabels, queueMetricsText, PROMETHEUS_STATES } from './prometheus-text.js';
 import { QueueGetters } from './queue-getters.js';
-import type { JobLogs, PromoteJobsOptions, QueueJobControl, RetryJobsOptions } from './queue-job-control.js';
+import type { PromoteJobsOptions, QueueJobControl, RetryJobsOptions } from './queue-job-control.js';
+import type { JobLogs, QueueJobRecords } from './queue-job-records.js';
 import type { QueueLimits } from './queue-limits.js';
 import { listWorkers } from './queue-workers.js';
+import type { JobStatus } from '../job/job-state.js';
 
 /**
  * A Queue's management, beside its adds and reads (queue.ts): cancels and job control over many
@@ -33,6 +35,7 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
   protected abstract readonly schedulers: JobSchedulers<Data, Result>;
   protected abstract readonly limits: QueueLimits;
   protected abstract readonly control: QueueJobControl;
+  protected abstract readonly records: QueueJobRecords;
 
   /**
    * The queue in the Prometheus text format (BullMQ's name and format): a gauge `echomq_job_count`
@@ -60,6 +63,22 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
     return this.control.cancelJob(jobId, reason);
   }
 
+  /** Stores a job's progress (any JSON value) and writes its `progress` event (BullMQ's name); EchoMQError -1 when there is no such job. */
+  async updateJobProgress(jobId: string, progress: unknown): Promise<void> {
+    await this.records.updateJobProgress(jobId, progress);
+    this.emit('progress', jobId, progress);
+  }
+
+  /** Appends a line to a job's log, keeping the newest `keepLogs` (0: all); answers how many it holds (BullMQ's name). */
+  addJobLog(jobId: string, logRow: string, keepLogs?: number): Promise<number> {
+    return this.records.addJobLog(jobId, logRow, keepLogs);
+  }
+
+  /** Where a job is, under BullMQ's names (as job.getState()): 'unknown' when no state holds it. */
+  getJobState(jobId: string): Promise<JobStatus> {
+    return this.records.getJobState(jobId);
+  }
+
   /** Jobs still to run: waiting, paused, prioritized and delayed (BullMQ's count()). */
   count(): Promise<number> {
     return this.control.count();
@@ -72,7 +91,7 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
 
   /** A job's log lines, `start` to `end`, oldest first unless `asc` is false, and how many it holds (BullMQ's shape). */
   getJobLogs(jobId: string, start = 0, end = -1, asc = true): Promise<JobLogs> {
-    return this.control.getJobLogs(jobId, start, end, asc);
+    return this.records.getJobLogs(jobId, start, end, asc);
   }
 
   /**
@@ -211,6 +230,7 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
   /** Stops workers from taking new jobs; running jobs go on to their end. Every partition is paused. */
   async pause(): Promise<void> {
     await Promise.all(this.parts.map((part) => part.admin.pause('pause')));
+    this.emit('paused');
   }
 
   /** Lets workers take jobs again, from every partition. */
@@ -219,6 +239,7 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
       await part.admin.pause('resume');
       part.wake();
     }));
+    this.emit('resumed');
   }
 
   /** True when the queue is paused (a partitioned one: when any of its partitions is, as after a pause that reached only some). */
@@ -251,12 +272,17 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
     for (const part of this.parts) {
       let rank = 0;
       do {
-        if (limit > 0 && removed.length >= limit) return removed;
+        if (limit > 0 && removed.length >= limit) return this.cleaned(removed, state);
         const swept = await part.admin.cleanJobsInSet(state, cutoff, limit === 0 ? 0 : limit - removed.length, rank);
         removed.push(...swept.removed);
         rank = swept.nextRank;
       } while (rank >= 0);
     }
+    return this.cleaned(removed, state);
+  }
+
+  private cleaned(removed: string[], state: string): string[] {
+    this.emit('cleaned', removed, state);
     return removed;
   }
 

@@ -1,14 +1,17 @@
+import { EventEmitter } from 'node:events';
 import type { Job } from '../job/job.js';
 import type { JobState } from '../../protocol/keys.js';
 import { JOB_STATES, parseJobStates, type JobStateName } from '../job/job-state.js';
+import type { QueueListener } from './queue-listener.js';
 
 /**
  * BullMQ's per-state shortcuts over a queue's two readers, getJobCounts and getJobs: the names
  * code moving over from BullMQ calls (`getWaitingCount()`, `getFailed(0, 9)`). "Waiting" here is
  * what workers may take next: `wait`, and `paused` while the queue is paused, as in BullMQ's
- * shortcuts (getJobCounts and getJobs themselves read only the states named).
+ * shortcuts (getJobCounts and getJobs themselves read only the states named). The base of the
+ * Queue's classes: a Queue is an EventEmitter of its own process's events (QueueListener).
  */
-export abstract class QueueGetters<Data, Result> {
+export abstract class QueueGetters<Data, Result> extends EventEmitter<QueueListener<Data, Result>> {
   abstract getJobCounts(...states: JobStateName[]): Promise<Partial<Record<JobStateName, number>>>;
   abstract getJobs(states: JobStateName | JobStateName[], start?: number, end?: number, asc?: boolean): Promise<Array<Job<Data, Result>>>;
 

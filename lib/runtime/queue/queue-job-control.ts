@@ -25,12 +25,6 @@ export interface PromoteJobsOptions {
   count?: number;
 }
 
-/** A job's log lines and how many it holds (BullMQ's shape). */
-export interface JobLogs {
-  logs: string[];
-  count: number;
-}
-
 /** What the Queue gives its job control: its parts, and where a job id may be. */
 export interface JobControlHost {
   parts: readonly QueuePart[];
@@ -51,7 +45,7 @@ const PRIORITY_SPAN = 2 ** 32;
 
 /**
  * The Queue's side of job control (docs/job-control.md): retryJobs and promoteJobs in bounded
- * batches, and the getters count, getCountsPerPriority and getJobLogs. Each goes over every
+ * batches, and the getters count and getCountsPerPriority. Each goes over every
  * partition of a partitioned queue, one at a time, and sums or picks as the Queue's other reads do.
  */
 export class QueueJobControl {
@@ -143,30 +137,6 @@ export class QueueJobControl {
     return counts;
   }
 
-  /**
-   * A job's log lines, `start` to `end` inclusive (negative from the end, as LRANGE), oldest first
-   * or, with `asc` false, newest first; `count` is how many lines it holds.
-   */
-  async getJobLogs(jobId: string, start = 0, end = -1, asc = true): Promise<JobLogs> {
-    if (typeof jobId !== 'string') throw new EchoMQOptionError('jobId', `must be a string, got ${describe(jobId)}`);
-    assertIndex(start, 'start');
-    assertIndex(end, 'end');
-    if (typeof asc !== 'boolean') throw new EchoMQOptionError('asc', `must be true or false, got ${describe(asc)}`);
-    if (!canNameJob(jobId)) return { logs: [], count: 0 };
-    const part = await this.partHolding(jobId);
-    if (!part) return { logs: [], count: 0 };
-    const key = part.keys.logs(jobId);
-    // One MULTI: the lines and their count from one moment.
-    const multi = part.client.multi();
-    if (asc) multi.lrange(key, start, end);
-    else multi.lrange(key, -(end + 1), -(start + 1));
-    multi.llen(key);
-    const replies = (await multi.exec()) ?? [];
-    for (const [error] of replies) if (error) throw error;
-    const logs = replies[0][1] as string[];
-    return { logs: asc ? logs : logs.reverse(), count: replies[1][1] as number };
-  }
-
   /** The part holding the job and its stored options (`{}` when unreadable); undefined when no part has it. */
   private async optionsOf(jobId: string): Promise<{ part: QueuePart; opts: JobOptions } | undefined> {
     for (const candidates of this.host.partsThatMayHold(jobId)) {
@@ -177,17 +147,6 @@ export class QueueJobControl {
     return undefined;
   }
 
-  /** The part whose keys hold the job (its hash, or its logs): a plain queue's only part; undefined when none does. */
-  private async partHolding(jobId: string): Promise<QueuePart | undefined> {
-    const rounds = this.host.partsThatMayHold(jobId);
-    if (this.host.parts.length === 1) return this.host.parts[0];
-    for (const candidates of rounds) {
-      const found = await Promise.all(candidates.map((part) => part.client.exists(part.keys.job(jobId), part.keys.logs(jobId))));
-      const index = found.findIndex((n) => n > 0);
-      if (index >= 0) return candidates[index];
-    }
-    return undefined;
-  }
 }
 
 /** Calls `batch` while it moved `count` ids, and no more than `held` ids in all; wakes the partition after a batch that moved any. */
@@ -241,8 +200,4 @@ function batchCount(count: unknown): number {
     throw new EchoMQOptionError('count', `must be a whole number from 1 to ${MAX_MOVE_BATCH} (jobs a script call moves; the Queue calls again for the rest), got ${describe(count)}`);
   }
   return count as number;
-}
-
-function assertIndex(value: unknown, field: string): void {
-  if (!Number.isInteger(value)) throw new EchoMQOptionError(field, `must be a whole number, got ${describe(value)}`);
 }

@@ -23,6 +23,7 @@ import { PartitionRouter } from './partition-router.js';
 import { QueueAdds } from './queue-adds.js';
 import { QueueAdmin } from './queue-admin.js';
 import { QueueJobControl } from './queue-job-control.js';
+import { QueueJobRecords } from './queue-job-records.js';
 import { QueueLimits } from './queue-limits.js';
 
 /** How many jobs each state holds, keyed by the name the caller used (`waiting` or `wait`). */
@@ -49,6 +50,7 @@ export class Queue<Data = unknown, Result = unknown> extends QueueAdmin<Data, Re
   protected readonly schedulers: JobSchedulers<Data, Result>;
   protected readonly limits: QueueLimits;
   protected readonly control: QueueJobControl;
+  protected readonly records: QueueJobRecords;
 
   constructor(readonly name: string, opts: QueueOptions = {}) {
     super();
@@ -75,7 +77,9 @@ export class Queue<Data = unknown, Result = unknown> extends QueueAdmin<Data, Re
         if (this.parts.length > 1) await this.checkCount();
       },
     });
-    this.control = new QueueJobControl({ parts: this.parts, partsThatMayHold: (jobId) => this.router.partsThatMayHold(jobId) });
+    const jobHost = { parts: this.parts, partsThatMayHold: (jobId: string) => this.router.partsThatMayHold(jobId) };
+    this.control = new QueueJobControl(jobHost);
+    this.records = new QueueJobRecords(jobHost);
   }
 
   /** The number of hash tags the queue is spread over (1 unless `partitions` was given). */
@@ -99,13 +103,14 @@ export class Queue<Data = unknown, Result = unknown> extends QueueAdmin<Data, Re
    * With a `deduplication` id that is held, returns the job that holds it and writes nothing but
    * the `deduplicated` event (docs/deduplication.md).
    */
-  add(name: string, data: Data, opts: JobOptions = {}): Promise<Job<Data, Result>> {
+  async add(name: string, data: Data, opts: JobOptions = {}): Promise<Job<Data, Result>> {
     const { telemetry } = this.options;
-    if (telemetry) {
-      return traceAdd(telemetry, { operation: 'add', destination: this.name }, (metadata) => this.adds.one(name, data, opts, metadata),
-        (job) => ({ [ATTRIBUTES.messageId]: job.id, [ATTRIBUTES.jobName]: job.name }));
-    }
-    return this.adds.one(name, data, opts);
+    const job = telemetry
+      ? await traceAdd(telemetry, { operation: 'add', destination: this.name }, (metadata) => this.adds.one(name, data, opts, metadata),
+        (added) => ({ [ATTRIBUTES.messageId]: added.id, [ATTRIBUTES.jobName]: added.name }))
+      : await this.adds.one(name, data, opts);
+    this.emit('waiting', job);
+    return job;
   }
 
   /**
@@ -133,7 +138,10 @@ export class Queue<Data = unknown, Result = unknown> extends QueueAdmin<Data, Re
     for (const candidates of this.router.partsThatMayHold(jobId)) {
       for (const part of candidates) {
         const outcome = await removeJobOfFlow(part.context, jobId, opts);
-        if (outcome === 'removed') return 1;
+        if (outcome === 'removed') {
+          this.emit('removed', jobId);
+          return 1;
+        }
         if (outcome === 'locked') return 0;
       }
     }
