@@ -93,3 +93,30 @@ describe('queue.addJobLog, updateJobProgress, getJobState', () => {
     await expect(q.addJobLog('nope', 'x')).rejects.toMatchObject({ code: -1 });
   });
 });
+
+describe('job.clearLogs', () => {
+  it('deletes the log, or keeps its newest lines', async () => {
+    const q = queue(uniqueQueueName('shapes'));
+    const job = await q.add('a', {}, { delay: 60_000 });
+    for (const line of ['one', 'two', 'three']) await job.log(line);
+    await job.clearLogs(2);
+    expect(await job.getLogs()).toEqual(['two', 'three']);
+    await job.clearLogs();
+    expect(await job.getLogs()).toEqual([]);
+    await expect(job.clearLogs(-1)).rejects.toMatchObject({ field: 'keepLogs' });
+  });
+});
+
+describe('queue.rateLimit and getRateLimitTtl', () => {
+  it('limits every worker from outside one; the ttl counts down, and is 0 for a max the window has not reached', async () => {
+    const q = queue(uniqueQueueName('shapes'));
+    expect(await q.getRateLimitTtl()).toBe(-2); // no limiter key
+    await q.rateLimit(5000);
+    const ttl = await q.getRateLimitTtl();
+    expect(ttl).toBeGreaterThan(4000);
+    expect(ttl).toBeLessThanOrEqual(5000);
+    expect(await q.getRateLimitTtl(1)).toBeGreaterThan(4000); // the manual limit counts as a full window
+    await expect(q.rateLimit(0)).rejects.toMatchObject({ field: 'expireTimeMs' });
+    await expect(q.getRateLimitTtl(0)).rejects.toMatchObject({ field: 'maxJobs' });
+  });
+});

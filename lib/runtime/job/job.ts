@@ -144,6 +144,16 @@ export class Job<Data = unknown, Result = unknown> {
     return this.context.client.lrange(this.context.keys.logs(this.id), start, end);
   }
 
+  /** Deletes the job's log lines, or all but the newest `keepLogs` (BullMQ's name). */
+  async clearLogs(keepLogs?: number): Promise<void> {
+    if (keepLogs !== undefined && (!Number.isInteger(keepLogs) || keepLogs < 0)) {
+      throw new EchoMQOptionError('keepLogs', `must be a whole number >= 0, got ${describe(keepLogs)}`);
+    }
+    const key = this.context.keys.logs(this.id);
+    if (keepLogs) await this.context.client.ltrim(key, -keepLogs, -1);
+    else await this.context.client.del(key);
+  }
+
   /**
    * Where the job is, under BullMQ's names: `waiting` (in wait, or paused), `prioritized`,
    * `delayed`, `active`, `waiting-children`, `completed`, `failed`, or `unknown` (no state holds it).

@@ -19,6 +19,8 @@ import type { PromoteJobsOptions, QueueJobControl, RetryJobsOptions } from './qu
 import type { JobLogs, QueueJobRecords } from './queue-job-records.js';
 import type { QueueLimits } from './queue-limits.js';
 import { listWorkers } from './queue-workers.js';
+import { setManualRateLimit } from '../core/manual-rate-limit.js';
+import { assertRateLimitMs } from '../core/option-numbers.js';
 import type { JobStatus } from '../job/job-state.js';
 
 /**
@@ -173,6 +175,34 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
   /** Lifts the queue-wide rate limit (the workers' `limiter` applies again); workers learn it within one lockRenewTime. */
   removeGlobalRateLimit(): Promise<void> {
     return this.limits.removeGlobalRateLimit();
+  }
+
+  /**
+   * A manual rate limit from outside a worker (BullMQ's queue.rateLimit; as worker.rateLimit): no
+   * worker of the queue takes a job for `expireTimeMs` (docs/limits.md).
+   */
+  async rateLimit(expireTimeMs: number): Promise<void> {
+    assertRateLimitMs(expireTimeMs);
+    await setManualRateLimit(this.client, this.parts.map((part) => part.keys), expireTimeMs);
+  }
+
+  /**
+   * How long the queue stays rate limited, in ms (BullMQ's getRateLimitTtl): with `maxJobs`, 0
+   * unless its window has taken that many jobs; without, the global rate limit's max decides the
+   * same way, and with none set it is the limiter's PTTL as Redis answers it (-2: none). The
+   * longest over the partitions of a partitioned queue.
+   */
+  async getRateLimitTtl(maxJobs?: number): Promise<number> {
+    if (maxJobs !== undefined && (!Number.isInteger(maxJobs) || maxJobs <= 0)) {
+      throw new EchoMQOptionError('maxJobs', `must be a whole number > 0, got ${describe(maxJobs)}`);
+    }
+    const max = maxJobs ?? (await this.getGlobalRateLimit())?.max;
+    const ttls = await Promise.all(this.parts.map(async ({ keys }) => {
+      const [count, pttl] = await Promise.all([this.client.get(keys.limiter), this.client.pttl(keys.limiter)]);
+      if (max === undefined) return pttl;
+      return max <= Number(count ?? 0) && pttl > 0 ? pttl : 0;
+    }));
+    return Math.max(...ttls);
   }
 
   /**

@@ -18,7 +18,7 @@ import { WorkerLimits } from './worker-limits.js';
 import { WorkerPresence } from './worker-presence.js';
 import { MetricsRecorder } from './metrics-recorder.js';
 import { RateLimitError } from '../core/rate-limit-error.js';
-import { setManualRateLimit } from './manual-rate-limit.js';
+import { setManualRateLimit } from '../core/manual-rate-limit.js';
 import { assertRateLimitMs } from '../core/option-numbers.js';
 import { assertCancelReason } from '../core/job-cancelled-error.js';
 import { SandboxPool } from '../sandbox/sandbox-pool.js';
