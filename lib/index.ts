@@ -63,6 +63,8 @@ export { JobCancelledError } from './runtime/core/job-cancelled-error.js';
 export type { PriorityChange } from './runtime/job/job-control.js';
 export type { PromoteJobsOptions, RetryJobsOptions } from './runtime/queue/queue-job-control.js';
 export type { JobLogs } from './runtime/queue/queue-job-records.js';
+export type { QueueMeta } from './runtime/queue/queue-limits.js';
+export type { QueueListener } from './runtime/queue/queue-listener.js';
 export type { JobSchedulerJson } from './runtime/schedulers/job-schedulers.js';
 export { FlowProducer, type FlowProducerOptions, type JobNode } from './runtime/flows/flow-producer.js';
 export type { FlowJob, FlowJobOptions } from './runtime/flows/flow-tree.js';

@@ -120,3 +120,15 @@ describe('queue.rateLimit and getRateLimitTtl', () => {
     await expect(q.getRateLimitTtl(0)).rejects.toMatchObject({ field: 'maxJobs' });
   });
 });
+
+describe('queue.getMeta and the global limits\' reads', () => {
+  it('answers paused and the limits set; null for a limit not set, as BullMQ', async () => {
+    const q = queue(uniqueQueueName('shapes'));
+    expect(await q.getMeta()).toEqual({ paused: false });
+    expect([await q.getGlobalConcurrency(), await q.getGlobalRateLimit()]).toEqual([null, null]);
+    await q.setGlobalConcurrency(4);
+    await q.setGlobalRateLimit(10, 1000);
+    await q.pause();
+    expect(await q.getMeta()).toEqual({ paused: true, concurrency: 4, max: 10, duration: 1000 });
+  });
+});

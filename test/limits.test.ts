@@ -54,8 +54,8 @@ describe('the queue-wide limits: Queue API', () => {
   it('set, get and remove, as fields of the queue\'s meta hash', async () => {
     h = new Harness();
     const { queue } = h;
-    expect(await queue.getGlobalConcurrency()).toBeUndefined();
-    expect(await queue.getGlobalRateLimit()).toBeUndefined();
+    expect(await queue.getGlobalConcurrency()).toBeNull();
+    expect(await queue.getGlobalRateLimit()).toBeNull();
     await queue.setGlobalConcurrency(3);
     await queue.setGlobalRateLimit(100, 1000);
     expect(await queue.getGlobalConcurrency()).toBe(3);
@@ -63,8 +63,8 @@ describe('the queue-wide limits: Queue API', () => {
     expect(await client.hgetall(queue.keys.meta)).toEqual({ concurrency: '3', rateLimitMax: '100', rateLimitDuration: '1000' });
     await queue.removeGlobalConcurrency();
     await queue.removeGlobalRateLimit();
-    expect(await queue.getGlobalConcurrency()).toBeUndefined();
-    expect(await queue.getGlobalRateLimit()).toBeUndefined();
+    expect(await queue.getGlobalConcurrency()).toBeNull();
+    expect(await queue.getGlobalRateLimit()).toBeNull();
     expect(await client.exists(queue.keys.meta)).toBe(0);
   });
 

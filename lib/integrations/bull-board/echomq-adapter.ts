@@ -151,8 +151,8 @@ export class EchoMQAdapter extends BaseAdapter {
     })));
   }
 
-  async getGlobalConcurrency(): Promise<number | null> {
-    return (await this.queue.getGlobalConcurrency()) ?? null;
+  getGlobalConcurrency(): Promise<number | null> {
+    return this.queue.getGlobalConcurrency();
   }
 
   /** 0 or less lifts it (the board's way to say "none"). */
@@ -165,8 +165,8 @@ export class EchoMQAdapter extends BaseAdapter {
     return true;
   }
 
-  override async getConfiguredRateLimit(): Promise<QueueRateLimit | null> {
-    return (await this.queue.getGlobalRateLimit()) ?? null;
+  override getConfiguredRateLimit(): Promise<QueueRateLimit | null> {
+    return this.queue.getGlobalRateLimit();
   }
 
   override setConfiguredRateLimit({ max, duration }: QueueRateLimit): Promise<void> {

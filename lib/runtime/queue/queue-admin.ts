@@ -17,10 +17,8 @@ import { assertPrometheusLabels, queueMetricsText, PROMETHEUS_STATES } from './p
 import { QueueGetters } from './queue-getters.js';
 import type { PromoteJobsOptions, QueueJobControl, RetryJobsOptions } from './queue-job-control.js';
 import type { JobLogs, QueueJobRecords } from './queue-job-records.js';
-import type { QueueLimits } from './queue-limits.js';
+import type { QueueLimits, QueueMeta } from './queue-limits.js';
 import { listWorkers } from './queue-workers.js';
-import { setManualRateLimit } from '../core/manual-rate-limit.js';
-import { assertRateLimitMs } from '../core/option-numbers.js';
 import type { JobStatus } from '../job/job-state.js';
 
 /**
@@ -148,8 +146,8 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
     return this.limits.setGlobalConcurrency(concurrency);
   }
 
-  /** The queue-wide concurrency, or undefined when none is set. */
-  getGlobalConcurrency(): Promise<number | undefined> {
+  /** The queue-wide concurrency, or null when none is set (BullMQ's answer). */
+  getGlobalConcurrency(): Promise<number | null> {
     return this.limits.getGlobalConcurrency();
   }
 
@@ -167,8 +165,8 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
     return this.limits.setGlobalRateLimit(max, duration);
   }
 
-  /** The queue-wide rate limit, or undefined when none is set. */
-  getGlobalRateLimit(): Promise<RateLimit | undefined> {
+  /** The queue-wide rate limit, or null when none is set (BullMQ's answer). */
+  getGlobalRateLimit(): Promise<RateLimit | null> {
     return this.limits.getGlobalRateLimit();
   }
 
@@ -181,9 +179,8 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
    * A manual rate limit from outside a worker (BullMQ's queue.rateLimit; as worker.rateLimit): no
    * worker of the queue takes a job for `expireTimeMs` (docs/limits.md).
    */
-  async rateLimit(expireTimeMs: number): Promise<void> {
-    assertRateLimitMs(expireTimeMs);
-    await setManualRateLimit(this.client, this.parts.map((part) => part.keys), expireTimeMs);
+  rateLimit(expireTimeMs: number): Promise<void> {
+    return this.limits.rateLimit(expireTimeMs);
   }
 
   /**
@@ -192,17 +189,13 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
    * same way, and with none set it is the limiter's PTTL as Redis answers it (-2: none). The
    * longest over the partitions of a partitioned queue.
    */
-  async getRateLimitTtl(maxJobs?: number): Promise<number> {
-    if (maxJobs !== undefined && (!Number.isInteger(maxJobs) || maxJobs <= 0)) {
-      throw new EchoMQOptionError('maxJobs', `must be a whole number > 0, got ${describe(maxJobs)}`);
-    }
-    const max = maxJobs ?? (await this.getGlobalRateLimit())?.max;
-    const ttls = await Promise.all(this.parts.map(async ({ keys }) => {
-      const [count, pttl] = await Promise.all([this.client.get(keys.limiter), this.client.pttl(keys.limiter)]);
-      if (max === undefined) return pttl;
-      return max <= Number(count ?? 0) && pttl > 0 ? pttl : 0;
-    }));
-    return Math.max(...ttls);
+  getRateLimitTtl(maxJobs?: number): Promise<number> {
+    return this.limits.getRateLimitTtl(maxJobs);
+  }
+
+  /** The queue's settings as its meta hash holds them (BullMQ's getMeta): paused, and the queue-wide limits set. */
+  getMeta(): Promise<QueueMeta> {
+    return this.limits.getMeta();
   }
 
   /**

@@ -67,7 +67,7 @@ export class Queue<Data = unknown, Result = unknown> extends QueueAdmin<Data, Re
       name, client, options: this.options, parts: this.parts, router: this.router, addTarget: { queueName: name, partitions, options: this.options },
       assertOpen: () => this.assertOpen(), checkCount: () => this.checkCount(),
     });
-    this.limits = new QueueLimits(client, this.parts[0].keys, name, partitions);
+    this.limits = new QueueLimits(client, this.parts.map((part) => part.keys), name);
     this.schedulers = new JobSchedulers<Data, Result>({
       parts: this.parts,
       defaults: this.options.defaultJobOptions,
