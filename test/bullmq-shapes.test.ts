@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { Job, type JobsOptions } from '../lib/index.js';
-import { uniqueQueueName } from './support/redis.js';
-import { producer, queue } from './support/test-resources.js';
+import { Job, QueueEvents, type JobsOptions } from '../lib/index.js';
+import { testConnection, uniqueQueueName } from './support/redis.js';
+import { closers, producer, queue } from './support/test-resources.js';
 
 // BullMQ's names with BullMQ's behaviour (issue 38), in our words: the statics of Job, the state
 // names job.getState() answers and the predicates on them, waitUntilReady.
@@ -130,5 +130,15 @@ describe('queue.getMeta and the global limits\' reads', () => {
     await q.setGlobalRateLimit(10, 1000);
     await q.pause();
     expect(await q.getMeta()).toEqual({ paused: true, concurrency: 4, max: 10, duration: 1000 });
+  });
+});
+
+describe('QueueEvents.run', () => {
+  it('starts one made with autorun false; on a running one it rejects, as BullMQ\'s, while waitUntilReady resolves', async () => {
+    const events = new QueueEvents(uniqueQueueName('shapes'), { connection: testConnection(), autorun: false });
+    closers.push(() => events.close());
+    await events.run();
+    await expect(events.run()).rejects.toThrow(/already running/);
+    await expect(events.waitUntilReady()).resolves.toBeUndefined();
   });
 });

@@ -112,7 +112,7 @@ export class QueueEvents extends EventEmitter<QueueEventsListeners> {
       : [new EventsReader(connectEventsReader(opts.connection), streams, blockingTimeout, 'its events')];
     if (options.autorun) {
       // Observed here, so it never rejects unhandled; callers see the failure through waitUntilReady().
-      this.run().catch((error: unknown) => {
+      this.waitUntilReady().catch((error: unknown) => {
         if (!this.closed) this.reportError(asError(error));
       });
     }
@@ -139,15 +139,20 @@ export class QueueEvents extends EventEmitter<QueueEventsListeners> {
     return this.events$.pipe(filter((entry) => entry.event === event));
   }
 
-  /** Starts reading, if not started; resolves once the starting point of every stream is fixed. */
+  /**
+   * Starts reading (with `autorun: false`); resolves once the starting point of every stream is
+   * fixed. Rejects when it runs already, as BullMQ's does: wait for a running one with waitUntilReady().
+   */
   run(): Promise<void> {
+    if (this.ready && !this.closed) return Promise.reject(new Error(`QueueEvents for queue ${this.name} is already running`));
+    return this.waitUntilReady();
+  }
+
+  /** Resolves once it reads (starting it, if not started). */
+  waitUntilReady(): Promise<void> {
     if (this.closed) return Promise.reject(new Error(`QueueEvents for queue ${this.name} is closed`));
     this.ready ??= this.start();
     return this.ready;
-  }
-
-  waitUntilReady(): Promise<void> {
-    return this.run();
   }
 
   /** Stops reading and drops every connection it made (each reader's). */
