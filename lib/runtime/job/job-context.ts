@@ -53,6 +53,8 @@ export interface FlowOperations {
   remove(context: JobContext, jobId: string, opts: RemoveOptions): Promise<'removed' | 'locked' | 'missing'>;
   /** job.moveToWaitingChildren: see moveJobToWaitingChildren (flows/step-jobs.ts). */
   moveToWaitingChildren(job: JobRun, context: JobContext, token: unknown, opts: WaitingChildrenOptions): Promise<boolean>;
+  /** A finish by hand left a child's notice in its queue: deliver it to its parent now (ParentNotices). */
+  deliverNotice(context: JobContext, jobId: string): Promise<void>;
 }
 
 /** What a Job needs of its queue to act on itself. */

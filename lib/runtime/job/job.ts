@@ -10,6 +10,7 @@ import { changeJobDelay, changeJobPriority, moveJobToDelayed, promoteJob, update
 import { CorruptJobError } from './job-errors.js';
 import { getJobStatus, type JobStatus } from './job-state.js';
 import { waitUntilFinished } from './wait-until-finished.js';
+import { completeByHand, extendLockByHand, failByHand, giveBackByHand } from './manual-moves.js';
 
 /**
  * Whether a string can be a job's id: an automatic id (a plain integer) or a custom id as add()
@@ -249,6 +250,31 @@ export class Job<Data = unknown, Result = unknown> {
   /** True once discard() was called on this object. */
   get discarded(): boolean {
     return this.#discarded;
+  }
+
+  /**
+   * A job taken by hand (worker.getNextJob(token)) completes: its lock checked and released, kept
+   * or removed by its removeOnComplete. `fetchNext` is BullMQ's: no next job is taken here (call
+   * getNextJob again). Refused, nothing changed: EchoMQError -2, -6, -3, -1 (manual-moves.ts).
+   */
+  async moveToCompleted(returnValue: Result, token: string, _fetchNext?: boolean): Promise<void> {
+    await completeByHand(this, this.context, returnValue, token);
+  }
+
+  /** A job taken by hand fails this attempt: retried after its backoff while attempts are left, else failed for good. */
+  async moveToFailed(error: Error, token: string, _fetchNext?: boolean): Promise<void> {
+    await failByHand(this, this.context, error, token);
+  }
+
+  /** A job taken by hand goes back to wait, next in line, its attempt not counted (as for a rate limit). Answers 0. */
+  async moveToWait(token: string): Promise<number> {
+    await giveBackByHand(this, this.context, token);
+    return 0;
+  }
+
+  /** Renews the lock of a job taken by hand for `duration` ms: 1, or 0 when `token` does not hold it. */
+  extendLock(token: string, duration: number): Promise<number> {
+    return extendLockByHand(this, this.context, token, duration);
   }
 
   /**

@@ -7,7 +7,6 @@ import { DEFAULTS } from '../core/defaults.js';
 import { keepRule, type JobOptions } from '../core/job-options.js';
 import { canNameJob } from '../job/job.js';
 import type { QueuePart } from '../job/queue-part.js';
-import { ParentNotices } from '../flows/parent-notices.js';
 
 /** What queue.retryJobs takes (BullMQ's shape). */
 export interface RetryJobsOptions {
@@ -34,13 +33,6 @@ export interface JobControlHost {
 
 const DEFAULT_BATCH = 1000;
 
-/**
- * The deliverer of a part's notices, for one delivery: what a settle starts further up the tree
- * (a parent failed that is a child too) goes on in the background, its errors left to the sweep.
- */
-function noticesOf(part: QueuePart): ParentNotices {
-  return new ParentNotices(part.client, part.keys, part.context.maxEvents ?? DEFAULTS.maxEvents, () => undefined, 0);
-}
 const PRIORITY_SPAN = 2 ** 32;
 
 /**
@@ -109,7 +101,7 @@ export class QueueJobControl {
     if (outcome === 'marked' && found.part !== first) await first.client.hincrby(first.keys.meta, CANCELS_FIELD, 1);
     // A child of a flow failed here: its parent hears now, as from a worker's finish, not from a
     // sweep 10 to 40 s later. Undelivered (Redis failed meanwhile), the notice waits for the sweep.
-    if (outcome === 'failed-notice') await noticesOf(found.part).deliverStored([jobId]);
+    if (outcome === 'failed-notice') await found.part.context.flowOperations.deliverNotice(found.part.context, jobId);
     return outcome === 'failed' || outcome === 'failed-notice' || outcome === 'marked';
   }
 

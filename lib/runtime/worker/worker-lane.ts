@@ -74,6 +74,8 @@ export class WorkerLane {
   readonly notices: ParentNotices;
   /** Parents of this queue left behind by a dead producer or a dead worker (docs/protocol.md, "Flows: recovery"). */
   readonly flowRecovery: FlowRecovery;
+  /** What the jobs this lane takes act through (job.updateProgress, moveToDelayed...). */
+  readonly context: JobContext<Job>;
   /** How many of this lane's jobs the worker runs now. */
   running = 0;
   private readonly client: RedisClient;
@@ -107,10 +109,10 @@ export class WorkerLane {
       () => Promise.all([this.schedulers.repair(), this.notices.sweep(), this.flowRecovery.sweep(), trims.sweep()]));
     const control = new JobControlScripts(client, this.keys, options.maxEvents);
     const flows = new FlowScripts(client, this.keys, options.maxEvents);
-    const context: JobContext<Job> = {
+    const context: JobContext<Job> = (this.context = {
       queueName: owner.queueName, keys: this.keys, scripts: this.scripts, control, flows, maxEvents: options.maxEvents, client, wake, onProgress: owner.onProgress,
       flowOperations: FLOW_OPERATIONS,
-    };
+    });
     this.finisher = new FinishBatcher(this.scripts, lockDuration, owner.limits, owner.holds, owner.running);
     const spans = options.telemetry && new AttemptSpans(options.telemetry, {
       queueName: owner.queueName, partition: partitions === 1 ? undefined : index, workerId: owner.workerId, workerName: options.name,

@@ -13,7 +13,11 @@ import { PartitionFetcher } from './partition-fetcher.js';
 import { evictionPolicyWarning } from '../core/redis-health.js';
 import { RunSlots } from './run-slots.js';
 import { Sleeper } from '../core/sleeper.js';
-import { WorkerLane, type LaneOwner } from './worker-lane.js';
+import { WorkerLane } from './worker-lane.js';
+import { Job } from '../job/job.js';
+import { EchoMQOptionError } from '../../protocol/errors.js';
+import { describe } from '../../protocol/names.js';
+import { laneOwnerOf } from './lane-owner.js';
 import { WorkerLimits } from './worker-limits.js';
 import { WorkerPresence } from './worker-presence.js';
 import { MetricsRecorder } from './metrics-recorder.js';
@@ -24,7 +28,6 @@ import { assertCancelReason } from '../core/job-cancelled-error.js';
 import { SandboxPool } from '../sandbox/sandbox-pool.js';
 import { CancelWatch } from './cancel-watch.js';
 import { underRootContext } from '../telemetry/guarded-context.js';
-import { StallSpans } from './stall-spans.js';
 import { FetchLoop } from './fetch-loop.js';
 import { WorkerConnections } from './worker-connections.js';
 import { preflight } from './worker-preflight.js';
@@ -74,19 +77,25 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   /** The threads or child processes that run a processor file (docs/sandbox.md); none for a function. */
   private readonly sandbox?: SandboxPool;
 
+  /** No processor: jobs are taken by hand with getNextJob(token), as BullMQ's manual processing. */
+  private readonly manual: boolean;
+
   /**
    * `processor`: a function run in process, or the absolute path or file: URL of a module whose
    * default export is the handler, run in worker threads (`useWorkerThreads`) or child processes.
+   * None (undefined or null): the worker never runs a fetch loop; jobs are taken with
+   * getNextJob(token) and released with the job's moveToCompleted, moveToFailed or moveToWait.
    */
-  constructor(readonly name: string, processor: ProcessorFunction<Data, Result> | string | URL, opts: WorkerConstructorOptions = {}) {
+  constructor(readonly name: string, processor?: ProcessorFunction<Data, Result> | string | URL | null, opts: WorkerConstructorOptions = {}) {
     super();
     assertQueueName(name);
-    if (typeof processor === 'function') refuseSandboxOptions(opts);
+    this.manual = processor === undefined || processor === null;
+    if (typeof processor === 'function' || this.manual) refuseSandboxOptions(opts);
     this.options = resolveWorkerOptions(opts);
     const { concurrency, prefetch, partitions, telemetry, lockRenewTime } = this.options;
     const holds = concurrency + prefetch;
     if (prefetch > 0) this.slots = new RunSlots(concurrency);
-    if (typeof processor !== 'function') {
+    if (typeof processor === 'string' || processor instanceof URL) {
       // Under the empty context (with a telemetry that has one): the pool starts its sandboxes in
       // the context it was made in, which their threads or processes then keep for their lives.
       this.sandbox = underRootContext(telemetry, () => SandboxPool.open(processor, opts, {
@@ -101,7 +110,12 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.lockManager = opts.lockManager ?? new LockManager();
     this.ownsLockManager = opts.lockManager === undefined;
     this.limits = new WorkerLimits(this.options, () => this.limitsChanged());
-    const owner = this.laneOwner(processor as ProcessorFunction, holds);
+    const owner = laneOwnerOf({
+      workerId: this.id, queueName: name, options: this.options, connections, limits: this.limits, lockManager: this.lockManager,
+      processor: typeof processor === 'function' ? processor as ProcessorFunction : noProcessor(name), sandbox: this.sandbox, holds, slots: this.slots,
+      metrics: () => this.metrics, partitionFetcher: () => this.partitionFetcher, running: () => this.loop.running,
+      emit: (event, ...args) => this.emitSafely(event, ...args), reportError: (error) => this.reportError(error),
+    });
     try {
       for (let i = 0; i < partitions; i++) this.lanes.push(new WorkerLane(owner, i, this.lanes[0]));
     } catch (error) {
@@ -143,7 +157,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       sandbox: this.sandbox, sleeper: this.sleeper, lockManager: this.lockManager, ownsLockManager: this.ownsLockManager, presence: this.presence,
       metrics: this.metrics, connections, reportError,
     });
-    if (this.options.autorun) void this.run();
+    if (this.options.autorun && !this.manual) void this.run();
   }
 
   /** The queue's keys. A partitioned queue has a set per partition: see `partitionKeys`. */
@@ -178,6 +192,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   /** Starts fetching (when autorun is false); resolves when the worker has closed. */
   run(): Promise<void> {
+    if (this.manual) return Promise.reject(new Error(`worker for queue ${this.name} has no processor: take its jobs with getNextJob(token)`));
     if (this.state === 'created') {
       this.moveTo('running');
       // Under the empty context (with a telemetry that has one): what the loop and the sweeps start
@@ -191,6 +206,30 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       }, (error) => this.reportError(error));
     }
     return this.closed();
+  }
+
+  /**
+   * A worker without a processor: takes the next job under `token` (BullMQ's manual processing), its
+   * lock held for lockDuration and not renewed (job.extendLock renews it); release it with
+   * job.moveToCompleted, moveToFailed or moveToWait and the same token. With `block` (the default)
+   * it waits up to drainDelay for one when none is ready. Undefined when there is none, or once
+   * the worker closes.
+   */
+  async getNextJob(token: string, opts: { block?: boolean } = {}): Promise<Job<Data, Result> | undefined> {
+    if (typeof token !== 'string' || token.length === 0) throw new EchoMQOptionError('token', `must be a non-empty string, got ${describe(token)}`);
+    if (this.state === 'closing' || this.state === 'closed') return undefined;
+    let { lane, pickup } = await this.source.fetch(token);
+    if (!pickup.job && opts.block !== false) {
+      await this.source.waitForWork();
+      ({ lane, pickup } = await this.source.fetch(token));
+    }
+    return pickup.job ? Job.fromHash<Data, Result>(lane.context, pickup.job.id, pickup.job.fields) : undefined;
+  }
+
+  /** Starts the stalled sweep of a worker without a processor (BullMQ's name); a running worker has it already. */
+  startStalledCheckTimer(): void {
+    if (this.state !== 'created') return;
+    for (const lane of this.lanes) lane.sweeper.start();
   }
 
   /** Resolves when its connections are ready: the shared one, and the marker's (or, partitioned, the wake channels' subscriptions). */
@@ -312,45 +351,6 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.sleeper.wake();
   }
 
-  /** What each lane needs of its worker: its connections and options, and where its jobs' events go. */
-  private laneOwner(processor: ProcessorFunction, holds: number): LaneOwner {
-    const { client, blockingClient } = this.connections;
-    const { partitions, telemetry } = this.options;
-    const stallSpans = telemetry && new StallSpans(telemetry, client, this.name, (error) => this.reportError(error));
-    return {
-      workerId: this.id, queueName: this.name, partitions, client, blockingClient, options: this.options, limits: this.limits, lockManager: this.lockManager,
-      processor: this.sandbox?.processor ?? processor, sandboxed: this.sandbox !== undefined,
-      runnerEvents: {
-        active: (job) => this.emitSafely('active', job),
-        completed: (job, result) => {
-          this.metrics?.count('completed');
-          this.emitSafely('completed', job, result);
-        },
-        failed: (job, error, willRetry) => {
-          if (!willRetry) this.metrics?.count('failed');
-          this.emitSafely('failed', job, error, willRetry);
-        },
-        lockLost: (job, error) => this.emitSafely('lockLost', job, error),
-        error: (error) => this.reportError(error),
-      },
-      onProgress: (job, progress) => this.emitSafely('progress', job, progress),
-      onSwept: (lane, result) => {
-        this.lockManager.reportStalled(lane.keys.queueName, this.id, result);
-        // Back in wait: work for any worker. To failed: room in a partition full under partitionConcurrency.
-        if (result.movedToWait.length > 0 || result.movedToFailed.length > 0) this.partitionFetcher?.announce(lane);
-        // To failed under a queue-wide concurrency: a slot freed that no marker announced (the sweep sets one for wait only).
-        if (result.movedToFailed.length > 0 && Number.isFinite(this.limits.globalConcurrency)) void client.zadd(lane.keys.marker, 0, '0').catch(() => undefined);
-        for (const { jobId } of result.movedToWait) this.emitSafely('stalled', jobId, 'wait');
-        for (const { jobId } of result.movedToFailed) this.emitSafely('stalled', jobId, 'failed');
-        if (stallSpans) void stallSpans.record(lane.keys, result, partitions === 1 ? undefined : lane.index);
-      },
-      onSweepError: (error) => this.reportError(error),
-      running: () => this.loop.running,
-      holds,
-      slots: this.slots,
-    };
-  }
-
   /** One CONFIG GET at start: an evicting Redis can drop jobs silently, so say so loudly. */
   private async warnAboutRedis(): Promise<void> {
     const warning = await evictionPolicyWarning(this.connections.client);
@@ -380,4 +380,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 /** A worker's sandboxes, when its processor is a file (internal: for tests and tools). */
 export function sandboxPoolOf(worker: Worker): SandboxPool | undefined {
   return worker['sandbox'];
+}
+
+/** The lanes' processor of a worker without one: never called, as its fetch loop never runs. */
+function noProcessor(queueName: string): ProcessorFunction {
+  return () => Promise.reject(new Error(`worker for queue ${queueName} has no processor`));
 }
