@@ -108,3 +108,25 @@ describe('stalled jobs', () => {
     await queue.close();
   });
 });
+
+describe('a prioritized job that stalls', () => {
+  it('goes back among the prioritized by its priority, not to the far end of wait (the fixed sweep LPUSHes it)', async () => {
+    const name = uniqueQueueName('stall-prio');
+    const queue = new Queue(name, { connection: testConnection() });
+    const first = new Worker(name, hang, { connection: testConnection(), lockDuration: 300, stalledInterval: 200 });
+    first.on('error', () => undefined);
+    const second = new Worker(name, async () => 'ran', { connection: testConnection(), lockDuration: 300, stalledInterval: 200, autorun: false });
+    try {
+      const job = await queue.add('urgent', {}, { priority: 3 });
+      await eventually(async () => (await job.getState()) === 'active', 5000, 'taken');
+      await queue.pause(); // so that nothing takes it again before its state is read
+      await first.close(true); // its lock lapses as a killed worker's does
+      void second.run();
+      await eventually(async () => (await job.getState()) === 'prioritized', 5000, 'back among the prioritized');
+      expect((await queue.getJob(job.id))!.priority).toBe(3);
+    } finally {
+      await Promise.all([first.close(true), second.close(true)]);
+      await queue.close();
+    }
+  });
+});

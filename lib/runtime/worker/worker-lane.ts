@@ -26,6 +26,7 @@ import { FlowRecovery } from '../flows/flow-recovery.js';
 import { registerRunner, unregisterRunner } from '../flows/running-parents.js';
 import { AttemptSpans } from './attempt-spans.js';
 import { FinishedTrim } from './finished-trim.js';
+import { placeStalledByPriority } from './stalled-priorities.js';
 import { AdminScripts } from '../../protocol/admin-scripts.js';
 
 /** What a lane needs from its worker. */
@@ -99,15 +100,17 @@ export class WorkerLane {
     // A notice older than this was left by a worker that died after its finish (a live one delivers it within a round trip).
     this.notices = new ParentNotices(client, this.keys, options.maxEvents, owner.onSweepError, Math.min(options.stalledInterval, 5000));
     this.flowRecovery = new FlowRecovery(client, this.keys, options.maxEvents, this.notices, owner.onSweepError);
+    const control = new JobControlScripts(client, this.keys, options.maxEvents);
     const onSwept = (result: SweepResult) => {
       // The fixed sweep knows nothing of flows: a child it failed for good is told to its parent here.
       this.notices.noticeStalledFailures(result.movedToFailed.map(({ jobId }) => jobId));
+      // Nor of priorities: a prioritized job it gave back is placed by its priority again.
+      placeStalledByPriority(client, this.keys, control, result.movedToWait.map(({ jobId }) => jobId)).catch(owner.onSweepError);
       owner.onSwept(this, result);
     };
     const trims = new FinishedTrim(new AdminScripts(client, this.keys, options.maxEvents));
     this.sweeper = new StalledSweeper(this.scripts, client, this.keys, options, onSwept, owner.onSweepError,
       () => Promise.all([this.schedulers.repair(), this.notices.sweep(), this.flowRecovery.sweep(), trims.sweep()]));
-    const control = new JobControlScripts(client, this.keys, options.maxEvents);
     const flows = new FlowScripts(client, this.keys, options.maxEvents);
     const context: JobContext<Job> = (this.context = {
       queueName: owner.queueName, keys: this.keys, scripts: this.scripts, control, flows, maxEvents: options.maxEvents, client, wake, onProgress: owner.onProgress,
