@@ -142,3 +142,13 @@ describe('QueueEvents.run', () => {
     await expect(events.waitUntilReady()).resolves.toBeUndefined();
   });
 });
+
+describe('queue.toKey', () => {
+  it('names the queue\'s keys by their last part, as BullMQ\'s: a job\'s hash, the events stream', async () => {
+    const q = queue(uniqueQueueName('shapes'));
+    const job = await q.add('a', {});
+    expect(q.toKey(job.id)).toBe(q.keys.job(job.id));
+    expect(q.toKey('events')).toBe(q.keys.events);
+    expect(await q.client.hget(q.toKey(job.id), 'name')).toBe('a');
+  });
+});

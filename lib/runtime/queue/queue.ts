@@ -93,6 +93,14 @@ export class Queue<Data = unknown, Result = unknown> extends QueueAdmin<Data, Re
     return this.parts[0].keys;
   }
 
+  /**
+   * A key of the queue by its last part (BullMQ's toKey): `P:{Q}:<type>`, a job's hash for a job
+   * id, `events` for its stream. For a partitioned queue, partition 0's (use partitionKeys).
+   */
+  toKey(type: string): string {
+    return this.parts[0].keys.base + type;
+  }
+
   /** The keys of each partition, in partition order (one entry for a plain queue). */
   get partitionKeys(): readonly Keys[] {
     return this.parts.map((part) => part.keys);
