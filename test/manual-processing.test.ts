@@ -42,6 +42,7 @@ describe('a Worker without a processor', () => {
     expect(await first.getState()).toBe('active');
     await first.moveToFailed(new Error('first'), 't1');
     expect(await first.getState()).toBe('waiting');
+    expect([first.attemptsMade, first.failedReason, first.stacktrace.length]).toEqual([1, 'first', 1]);
     const second = (await worker.getNextJob('t2'))!;
     expect(second.id).toBe(first.id);
     await second.moveToFailed(new Error('second'), 't2');

@@ -18,7 +18,7 @@ const STACKTRACE_LIMIT = 10;
 export interface HandJob {
   readonly id: string;
   readonly opts: JobOptions;
-  readonly stacktrace: string[];
+  stacktrace: string[];
   readonly parentKey?: string;
   readonly discarded: boolean;
   attemptsMade: number;
@@ -50,7 +50,8 @@ export async function failByHand(job: HandJob, context: JobContext, error: unkno
   const failure = error instanceof Error ? error : new Error(String(error));
   const attemptsMade = job.attemptsMade + 1;
   const failedReason = failure.message || String(failure);
-  const stacktrace = JSON.stringify([...job.stacktrace, failure.stack ?? String(failure)].slice(-STACKTRACE_LIMIT));
+  const lines = [...job.stacktrace, failure.stack ?? String(failure)].slice(-STACKTRACE_LIMIT);
+  const stacktrace = JSON.stringify(lines);
   const now = Date.now();
   const retry = attemptsMade < (job.opts.attempts ?? 1) && !isUnrecoverableError(failure) && !job.discarded;
   const delay = retry ? retryDelay(job, failure, attemptsMade) : undefined;
@@ -64,6 +65,7 @@ export async function failByHand(job: HandJob, context: JobContext, error: unkno
   }
   job.attemptsMade = attemptsMade;
   job.failedReason = failedReason;
+  job.stacktrace = lines;
 }
 
 /** BullMQ's job.moveToWait(token): back to wait, next in line, its attempt not counted (moveJobFromActiveToWait-11). */
