@@ -152,3 +152,25 @@ describe('queue.toKey', () => {
     expect(await q.client.hget(q.toKey(job.id), 'name')).toBe('a');
   });
 });
+
+describe('queue.removeOrphanedJobs', () => {
+  it('deletes the job hashes no state holds, with their logs; jobs in every state, schedulers and deduplication keys stay', async () => {
+    const q = queue(uniqueQueueName('shapes'));
+    const waiting = await q.add('w', {}, { deduplication: { id: 'd' } });
+    const delayed = await q.add('d', {}, { delay: 60_000 });
+    const prioritized = await q.add('p', {}, { priority: 2 });
+    await q.upsertJobScheduler('tick', { every: 60_000 });
+    for (const id of ['orphan-1', 'orphan-2']) {
+      await q.client.hset(q.toKey(id), 'name', 'x', 'data', '{}', 'opts', '{}', 'timestamp', Date.now());
+      await q.client.rpush(`${q.toKey(id)}:logs`, 'a line');
+    }
+    expect(await q.removeOrphanedJobs(1000, 1)).toBe(1); // the limit
+    expect(await q.removeOrphanedJobs()).toBe(1);
+    expect(await q.removeOrphanedJobs()).toBe(0);
+    expect(await q.client.exists(q.toKey('orphan-1'), q.toKey('orphan-2'), `${q.toKey('orphan-1')}:logs`)).toBe(0);
+    for (const job of [waiting, delayed, prioritized]) expect(await q.getJob(job.id)).toBeDefined();
+    expect(await q.getJobSchedulersCount()).toBe(1);
+    expect(await q.getDeduplicationJobId('d')).toBe(waiting.id);
+    await expect(q.removeOrphanedJobs(0)).rejects.toMatchObject({ field: 'count' });
+  });
+});

@@ -42,6 +42,7 @@ const COVERED: Record<string, unknown[]> = {
   'cancelJob-12.lua': [-1, -3, 0, 1, 2, 3],
   'cancelledAmong-1.lua': [],
   'trimFinished-1.lua': [],
+  'removeOrphanedJobs-8.lua': [],
   'finishFlowJob-8.lua': [-1, -2, -3, -6],
   'settleChildren-12.lua': [],
   'updateData-1.lua': [-1, 1],

@@ -46,6 +46,7 @@ const SMOKE_ARGV: Record<string, (prefix: string) => string[]> = {
   'reprocessJob-9.lua': () => ['1', '100'],
   'retryJob-12.lua': () => ['1', 'token', NOW, '0', 'reason', '[]', '100'],
   'trimFinished-1.lua': (p) => [p, '10', '0', NOW],
+  'removeOrphanedJobs-8.lua': (p) => [p, '1', '2'],
   'updateProgress-2.lua': () => ['1', '5', '100'],
   'upsertJobScheduler-10.lua': (p) => [p, 'nightly', '{"every":1000}', 'smoke', '{}', '{}', '0', '0', '0', NOW, String(Number(NOW) + 1000), NOW, '100'],
   'startSchedulerJob-14.lua': (p) => [p, 'nightly', NOW, 'token', String(Number(NOW) + 1000), '', NOW, '100'],

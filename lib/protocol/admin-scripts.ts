@@ -71,6 +71,16 @@ export class AdminScripts {
     })) as number;
   }
 
+  /** One batch of removeOrphanedJobs-8: of `jobIds`, the job hashes no state holds, deleted; how many. */
+  async removeOrphanedJobs(jobIds: string[]): Promise<number> {
+    const k = this.keys;
+    return (await this.call({
+      script: SCRIPTS.removeOrphanedJobs,
+      keys: [k.wait, k.paused, k.active, k.prioritized, k.delayed, k.completed, k.failed, k.waitingChildren],
+      args: [k.base, ...jobIds],
+    })) as number;
+  }
+
   private call(call: ScriptCall): Promise<unknown> {
     return call.script.run(this.client, call.keys, call.args);
   }

@@ -29,6 +29,7 @@ export const SCRIPTS = {
   drain: new Script('drain', 5),
   obliterate: new Script('obliterate', 2),
   trimFinished: new Script('trimFinished', 1),
+  removeOrphanedJobs: new Script('removeOrphanedJobs', 8),
   upsertJobScheduler: new Script('upsertJobScheduler', 10),
   startSchedulerJob: new Script('startSchedulerJob', 14),
   repairJobScheduler: new Script('repairJobScheduler', 12),

@@ -11,6 +11,7 @@ import type { JobSchedulerJson, JobSchedulers } from '../schedulers/job-schedule
 import type { RepeatOptions } from '../schedulers/repeat-options.js';
 import type { JobSchedulerTemplate } from '../schedulers/template.js';
 import { deleteLeftoverKeys } from './leftover-keys.js';
+import { removeOrphanedJobs } from './orphaned-jobs.js';
 import { assertIndex } from './job-reads.js';
 import type { PartitionRouter } from './partition-router.js';
 import { assertPrometheusLabels, queueMetricsText, PROMETHEUS_STATES } from './prometheus-text.js';
@@ -196,6 +197,15 @@ export abstract class QueueAdmin<Data, Result> extends QueueGetters<Data, Result
   /** The queue's settings as its meta hash holds them (BullMQ's getMeta): paused, and the queue-wide limits set. */
   getMeta(): Promise<QueueMeta> {
     return this.limits.getMeta();
+  }
+
+  /**
+   * Deletes job hashes that no state holds (BullMQ's name): left by a crash of another runtime
+   * between two writes, or by hand. SCAN pages of `count` keys, judged `count` at a time by
+   * removeOrphanedJobs-8; stops after `limit` removed (0: none). Answers how many were.
+   */
+  removeOrphanedJobs(count = 1000, limit = 0): Promise<number> {
+    return removeOrphanedJobs(this.client, this.parts, count, limit);
   }
 
   /**

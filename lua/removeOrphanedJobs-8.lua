@@ -1,0 +1,188 @@
+-- Generated from lua-src/removeOrphanedJobs-8.lua by `npm run build:lua`: edit the source, not this file.
+--[[
+  removeOrphanedJobs-8 · one batch of queue.removeOrphanedJobs(): of the candidate ids, the job
+  hashes that no state structure holds are deleted (an orphan: left by a crash of another runtime
+  between two writes, or by hand). The runtime finds the candidates with SCAN and sends at most
+  1000 a call.
+
+  KEYS[1] wait  [2] paused  [3] active  [4] prioritized  [5] delayed  [6] completed  [7] failed
+      [8] waiting-children
+  ARGV[1] job-key prefix "P:{Q}:"  [2..] candidate job ids
+  A candidate counts only when its key is a job hash (it has `data` and `timestamp`), no lock
+  exists for it, and it is in none of the eight structures: ZSCORE for the zsets; LPOS for the
+  lists, bounded to their first 10,000 entries from the end workers take and from the other end
+  (a job further in is not judged: it is kept). An orphan goes with its logs, lock, flow keys and
+  a simple-mode deduplication key naming it. Nothing else is written (no event: no state knew it).
+  Returns how many were deleted.
+]]
+local rcall = redis.call
+-- [lua-src/includes/removeJobKeys.lua]
+-- removeJobKeys(jobKey): delete a job's hash with its logs and lock (all in the job's slot).
+local function removeJobKeys(jobKey)
+  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":lock")
+end
+-- [lua-src/includes/emitEvent.lua]
+-- emitEvent(eventsKey, maxEvents, name, jobId, ...extra field/value pairs)
+-- Every lifecycle event is one XADD trimmed to about maxEvents entries, so the stream stays bounded.
+-- maxEvents is the ARGV string as the runtime sent it: a Lua number given to redis.call is
+-- formatted with %.17g on every call, which costs more than many commands (see docs/protocol.md).
+-- A batch script passes false and trims once at its end (trimEvents): the stream is over its
+-- bound by at most that call's events, for the length of the call.
+local function emitEvent(eventsKey, maxEvents, name, jobId, ...)
+  if maxEvents then
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", name, "jobId", jobId, ...)
+  else
+    rcall("XADD", eventsKey, "*", "event", name, "jobId", jobId, ...)
+  end
+end
+
+-- trimEvents(eventsKey, maxEvents): the one trim of a batch script's untrimmed events.
+local function trimEvents(eventsKey, maxEvents)
+  rcall("XTRIM", eventsKey, "MAXLEN", "~", maxEvents)
+end
+-- [lua-src/includes/pushReady.lua]
+-- placeReady(keys, jobId, priority, lifo, paused): put a job where workers take ready jobs from.
+-- keys: { wait, paused, meta, prioritized, pc, marker }.
+-- A priority > 0 goes to the prioritized zset, scored priority * 2^32 + a counter (pc) so jobs of one
+-- priority keep FIFO order. Otherwise the wait list, or the paused list while the queue is paused;
+-- workers take from the right end, so FIFO pushes left and LIFO pushes right.
+local function placeReady(keys, jobId, priority, lifo, paused)
+  if priority > 0 then
+    local seq = rcall("INCR", keys.pc) % 4294967296
+    rcall("ZADD", keys.prioritized, priority * 4294967296 + seq, jobId)
+  else
+    rcall(lifo and "RPUSH" or "LPUSH", paused and keys.paused or keys.wait, jobId)
+  end
+end
+
+-- pushReady(keys, jobId, priority, lifo): placeReady, then wake one worker blocked on BZPOPMIN
+-- with the marker; a paused queue wakes nobody.
+local function pushReady(keys, jobId, priority, lifo)
+  local paused = rcall("HEXISTS", keys.meta, "paused") == 1
+  placeReady(keys, jobId, priority, lifo, paused)
+  if not paused then rcall("ZADD", keys.marker, "0", "0") end
+end
+-- [lua-src/includes/flowParent.lua]
+-- The parent side of flows (docs/protocol.md, "Flows"): a parent P:{Q}:<pid> with children keeps
+--   P:{Q}:<pid>:dependencies  set   child job keys not settled yet (a child that failed with no
+--                                   policy stays here: the parent waits, as BullMQ's does)
+--   P:{Q}:<pid>:processed     hash  child job key -> its returnvalue (JSON)
+--   P:{Q}:<pid>:unsuccessful  hash  child job key -> failedReason (failed: no policy, fail, continue)
+--   P:{Q}:<pid>:ignored       hash  child job key -> failedReason (ignoreDependencyOnFailure)
+--   P:{Q}:<pid>:pending       hash  child job key -> the child's creation spec, until the producer
+--                                   said it made it (the intent a sweep rolls forward)
+-- and waits in P:{Q}:waiting-children (zset, scored by when it began to wait).
+
+-- flowKeysOf(jobKey): every flow key of a job, for DEL when the job goes.
+local function flowKeysOf(jobKey)
+  return jobKey .. ":dependencies", jobKey .. ":processed", jobKey .. ":unsuccessful",
+    jobKey .. ":ignored", jobKey .. ":pending"
+end
+
+-- writeNotice(keys, jobId, parentKey, outcome, value, policy, now): the child's side of a settle,
+-- kept in the child's own slot until the parent's slot has it (keys: { notices, noticeData }).
+-- Returns the notice's JSON: its deliverer deletes it only while it still holds that
+-- (ackNotices-2), so a newer notice of the same child stays.
+local function writeNotice(keys, jobId, parentKey, outcome, value, policy, now)
+  local notice = cjson.encode({ parentKey, outcome, value, policy })
+  rcall("ZADD", keys.notices, now, jobId)
+  rcall("HSET", keys.noticeData, jobId, notice)
+  return notice
+end
+
+-- noticePolicy(pfp, outcome, keepCount): the policy a child's notice carries: its own (`pfp`, ""
+-- for none), but "remove" for a child that failed with none and was removed at its finish (keep
+-- count 0): a removed child is no failure of its parent's (as removeJob-14 tells it), so its
+-- parent goes on without it at once, as BullMQ's does, instead of waiting for a child that is gone.
+local function noticePolicy(pfp, outcome, keepCount)
+  local policy = pfp or ""
+  if policy == "" and outcome == "failed" and keepCount == 0 then return "remove" end
+  return policy
+end
+
+-- startParent(keys, parentId, parentKey, now, maxEvents): every child settled (or the policy says
+-- go on): the parent leaves waiting-children for wait (paused, prioritized) or delayed, as its own
+-- options say. keys: { wait, paused, meta, delayed, prioritized, pc, marker, events, waitingChildren }.
+local function startParent(keys, parentId, parentKey, now, maxEvents)
+  rcall("ZREM", keys.waitingChildren, parentId)
+  local fields = rcall("HMGET", parentKey, "delay", "priority", "lifo")
+  local delay = tonumber(fields[1] or "0") or 0
+  if delay > 0 then
+    local dueAt = tonumber(now) + delay
+    rcall("ZADD", keys.delayed, dueAt, parentId)
+    rcall("ZADD", keys.marker, dueAt, "1")
+    emitEvent(keys.events, maxEvents, "delayed", parentId, "delay", dueAt)
+    return
+  end
+  pushReady(keys, parentId, tonumber(fields[2] or "0") or 0, fields[3] == "1")
+  emitEvent(keys.events, maxEvents, "waiting", parentId)
+end
+
+-- failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents): failParentOnFailure:
+-- the waiting parent fails, its reason naming the child. A parent that is itself a child leaves
+-- its own notice (keys.notices, keys.noticeData), so its parent hears of it.
+-- Returns true when it left a notice.
+local function failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents)
+  rcall("ZREM", keys.waitingChildren, parentId)
+  local failedReason = "child " .. childKey .. " failed: " .. reason
+  rcall("HSET", parentKey, "finishedOn", now, "failedReason", failedReason)
+  rcall("ZADD", keys.failed, now, parentId)
+  emitEvent(keys.events, maxEvents, "failed", parentId, "failedReason", failedReason)
+  local link = rcall("HMGET", parentKey, "parentKey", "pfp")
+  if not link[1] then return false end
+  writeNotice(keys, parentId, link[1], "failed", failedReason, link[2] or "", now)
+  return true
+end
+-- [lua-src/includes/removeFlowJobKeys.lua]
+-- removeFlowJobKeys(jobKey): removeJobKeys and the job's flow keys (a parent's dependencies,
+-- processed, unsuccessful, ignored and pending; docs/protocol.md, "Flows"), for the scripts that
+-- delete jobs outside their finish (removeJob-14, drain-5, cleanJobsInSet-2, obliterate-2).
+-- removeJobKeys itself stays as it is: it is part of the fixed moveToFinished-14.
+-- The flow keys go with UNLINK (allowed in scripts): `:processed` has no bound (a step job adds
+-- children round after round, each with its returnvalue), and UNLINK takes a big key out of the
+-- keyspace at once and frees its memory in a background thread, so the script's own work does not
+-- grow with it (a small key is freed at once, as DEL would).
+local function removeFlowJobKeys(jobKey)
+  removeJobKeys(jobKey)
+  rcall("UNLINK", flowKeysOf(jobKey))
+end
+-- [lua-src/includes/freeDeduplication.lua]
+-- freeDeduplicationOf(jobKey, jobId): a job that goes (removed, drained, cleaned, cancelled) frees
+-- the simple-mode deduplication id it holds: its `deid`'s key is deleted while it has no TTL and
+-- still names the job, as freeDeduplication-1 does after a finish. Left, it would stay for ever,
+-- naming a job that is gone. A key with a TTL (throttle mode) stays until it expires: its window
+-- is the point. Call it before the job's hash is deleted.
+local function freeDeduplicationOf(jobKey, jobId)
+  local deid = rcall("HGET", jobKey, "deid")
+  if not deid then return end
+  local dedupKey = string.sub(jobKey, 1, #jobKey - #jobId) .. "de:" .. deid
+  if rcall("PTTL", dedupKey) == -1 and rcall("GET", dedupKey) == jobId then rcall("DEL", dedupKey) end
+end
+
+local LIST_SCAN = 10000
+local ZSETS = { KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }
+local prefix = ARGV[1]
+local function inList(key, jobId)
+  return rcall("LPOS", key, jobId, "MAXLEN", LIST_SCAN) or rcall("LPOS", key, jobId, "RANK", -1, "MAXLEN", LIST_SCAN)
+    or rcall("LLEN", key) > 2 * LIST_SCAN -- too long to judge: the job is kept
+end
+
+local removed = 0
+for i = 2, #ARGV do
+  local jobId = ARGV[i]
+  local jobKey = prefix .. jobId
+  local fields = rcall("HMGET", jobKey, "data", "timestamp")
+  if fields[1] and fields[2] and rcall("EXISTS", jobKey .. ":lock") == 0 then
+    local held = false
+    for _, key in ipairs(ZSETS) do
+      if rcall("ZSCORE", key, jobId) then held = true break end
+    end
+    if not held then held = inList(KEYS[3], jobId) or inList(KEYS[1], jobId) or inList(KEYS[2], jobId) end
+    if not held then
+      freeDeduplicationOf(jobKey, jobId)
+      removeFlowJobKeys(jobKey)
+      removed = removed + 1
+    end
+  end
+end
+return removed
