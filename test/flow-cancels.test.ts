@@ -50,6 +50,9 @@ describe('queue.cancelJob of a child of a flow tells its parent at once', () => 
     expect(await parent.getDependencies()).toEqual({
       processed: {}, unprocessed: [], failed: [], ignored: { [f.childQueue.keys.job(f.child.id)]: `job ${f.child.id} was cancelled` },
     });
+    // BullMQ's readers of the same record.
+    expect(await parent.getIgnoredChildrenFailures()).toEqual({ [f.childQueue.keys.job(f.child.id)]: `job ${f.child.id} was cancelled` });
+    expect(await parent.getFailedChildrenValues()).toEqual(await parent.getIgnoredChildrenFailures());
   });
 
   it('failParentOnFailure with removeOnFail: true: the parent fails; it never runs nor completes', async () => {

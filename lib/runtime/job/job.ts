@@ -311,6 +311,16 @@ export class Job<Data = unknown, Result = unknown> {
     return childrenValues(this.context.client, this.context.keys, this.id) as Promise<Record<string, T>>;
   }
 
+  /** The children that failed under ignoreDependencyOnFailure: their failedReason, by child job key (BullMQ's name). */
+  async getIgnoredChildrenFailures(): Promise<Record<string, string>> {
+    return this.context.client.hgetall(this.context.keys.flow(this.id, 'ignored'));
+  }
+
+  /** BullMQ's older name of getIgnoredChildrenFailures. */
+  getFailedChildrenValues(): Promise<Record<string, string>> {
+    return this.getIgnoredChildrenFailures();
+  }
+
   /** A parent's children: processed (with values), unprocessed, failed and ignored. */
   getDependencies(): Promise<Dependencies> {
     return dependencies(this.context.client, this.context.keys, this.id);
