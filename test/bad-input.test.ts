@@ -83,7 +83,7 @@ describe('bad input', () => {
     ['a symbol', { tag: Symbol('x') }, /data\.tag/, /symbol/],
     ['NaN', { ratio: Number.NaN }, /data\.ratio/, /NaN, which JSON would turn into null/],
     ['a Map', { index: new Map([[1, 2]]) }, /data\.index/, /Map.*send an array or object/],
-    ['data over maxDataSize', { blob: 'x'.repeat(2000) }, /data/, /over the limit of 1000 \(option maxDataSize\)/],
+    ['data over maxDataSize', { blob: 'x'.repeat(2000) }, /data/, /over the limit of 1000 \(the option maxDataSize/],
   ];
 
   it.each(unrepresentable)('refuses %s in job data', async (_label, data, field, message) => {

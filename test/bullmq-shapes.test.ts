@@ -174,3 +174,14 @@ describe('queue.removeOrphanedJobs', () => {
     await expect(q.removeOrphanedJobs(0)).rejects.toMatchObject({ field: 'count' });
   });
 });
+
+describe('the job option sizeLimit', () => {
+  it('refuses an add whose data is over it, naming the field; under it, the job is added with it in its opts', async () => {
+    const q = queue(uniqueQueueName('shapes'));
+    const job = await q.add('a', { s: 'abc' }, { sizeLimit: 20 });
+    expect(job.opts.sizeLimit).toBe(20);
+    await expect(q.add('a', { s: 'x'.repeat(30) }, { sizeLimit: 20 })).rejects.toMatchObject({ field: 'add: data' });
+    await expect(q.add('a', {}, { sizeLimit: 0 })).rejects.toMatchObject({ field: 'add: opts.sizeLimit' });
+    expect(await q.count()).toBe(1);
+  });
+});

@@ -98,6 +98,11 @@ export interface JobOptions extends ParentFailureOptions {
   /** Keep at most this many log lines per job (0 = all). Default 0. */
   keepLogs?: number;
   /**
+   * The largest data of this job, in bytes of JSON (BullMQ's name): an add whose data is larger is
+   * refused. The queue's maxDataSize bounds every job; this bounds one more tightly.
+   */
+  sizeLimit?: number;
+  /**
    * A partitioned queue's routing key (ours; BullMQ has no partitions): jobs of one key go to one
    * partition and run in the order they were added. Without it a job goes by its deduplication id,
    * else its jobId, else round-robin.
@@ -135,6 +140,7 @@ export function validateJobOptions(opts: JobOptions, at = ''): void {
   positiveInt(opts.attempts, `${at}attempts`, 1);
   if (opts.backoff !== undefined) validateBackoff(opts.backoff, `${at}backoff`);
   nonNegativeInt(opts.keepLogs, `${at}keepLogs`, 0);
+  positiveInt(opts.sizeLimit, `${at}sizeLimit`, 1);
   assertPartitionKey(opts.partitionKey, `${at}partitionKey`);
   validateKeep(opts.removeOnComplete, `${at}removeOnComplete`);
   validateKeep(opts.removeOnFail, `${at}removeOnFail`);
@@ -227,4 +233,10 @@ export function backoffDelay(backoff: BackoffOptions | undefined, attemptsMade: 
 function jittered(ms: number, jitter: number | undefined, random: () => number): number {
   if (!jitter) return ms;
   return Math.floor(ms * (1 - jitter) + random() * ms * jitter);
+}
+
+/** The most bytes of JSON a job's data may take: its own sizeLimit, within the queue's maxDataSize. */
+export function dataLimitOf(opts: JobOptions, maxDataSize?: number): number | undefined {
+  if (opts.sizeLimit === undefined) return maxDataSize;
+  return maxDataSize === undefined ? opts.sizeLimit : Math.min(opts.sizeLimit, maxDataSize);
 }

@@ -43,7 +43,7 @@ export function toJson(value: unknown, field: string, maxBytes = Infinity): stri
 /** `text`, unless it holds more than maxBytes (UTF-8): then an error naming the field. */
 function sized(text: string, field: string, maxBytes: number): string {
   if (text.length > maxBytes / 3 && Buffer.byteLength(text) > maxBytes) {
-    throw new EchoMQOptionError(field, `is ${Buffer.byteLength(text)} bytes as JSON, over the limit of ${maxBytes} (option maxDataSize)`);
+    throw new EchoMQOptionError(field, `is ${Buffer.byteLength(text)} bytes as JSON, over the limit of ${maxBytes} (the option maxDataSize, or the job's sizeLimit)`);
   }
   return text;
 }

@@ -3,7 +3,7 @@ import { EchoMQOptionError } from '../../protocol/errors.js';
 import type { FlowJobRecord, FlowSpec, ParentPolicy } from '../../protocol/flow-scripts.js';
 import { Keys } from '../../protocol/keys.js';
 import { assertCustomJobId, assertPrefix, assertQueueName, describe } from '../../protocol/names.js';
-import { validateJobOptions, type JobOptions, type ParentFailureOptions } from '../core/job-options.js';
+import { dataLimitOf, validateJobOptions, type JobOptions, type ParentFailureOptions } from '../core/job-options.js';
 import { toJson } from '../core/serialize.js';
 import { withTraceContext } from '../core/telemetry.js';
 
@@ -125,7 +125,7 @@ function plan(tree: FlowJob, settings: PlanSettings, at: string, parent: FlowNod
     record: {
       id,
       name: tree.name,
-      data: toJson(data, `${at}.data`, maxDataSize),
+      data: toJson(data, `${at}.data`, dataLimitOf(opts, maxDataSize)),
       opts: JSON.stringify(stored),
       timestamp: Date.now(),
       delay: opts.delay ?? 0,

@@ -10,7 +10,7 @@ import { EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
 import { assertCustomIdForPartitions } from '../../protocol/partitions.js';
 import type { NewJob } from '../../protocol/script-shapes.js';
-import { validateJobOptions, type JobOptions } from '../core/job-options.js';
+import { dataLimitOf, validateJobOptions, type JobOptions } from '../core/job-options.js';
 import type { ResolvedQueueOptions } from '../core/queue-options.js';
 import { POLICIES } from '../flows/flow-tree.js';
 import { checkJobRef, type CheckedParent } from '../flows/step-jobs.js';
@@ -52,7 +52,7 @@ export function prepareJob(target: AddTarget, name: unknown, data: unknown, opts
   const job: NewJob = {
     customId: jobId,
     name,
-    data: toJson(data, `${at}: data`, options.maxDataSize),
+    data: toJson(data, `${at}: data`, dataLimitOf(merged, options.maxDataSize)),
     opts: JSON.stringify(stored),
     timestamp: Date.now(),
     delay: merged.delay ?? 0,
