@@ -135,6 +135,19 @@ describe('a parent failed by a failParentOnFailure child keeps to its own remove
   }
 });
 
+describe('job.removeChildDependency', () => {
+  it('the last child leaves: its parent forgets it and goes on; the child runs on, telling no parent', async () => {
+    const f = await family({ delay: 60_000 });
+    const child = (await f.childQueue.getJob(f.child.id))!;
+    expect(await child.removeChildDependency()).toBe(true);
+    expect([child.parentKey, child.parent]).toEqual([undefined, undefined]);
+    await stateWithin(f.parent, 'waiting');
+    expect(await f.parent.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, failed: 0, ignored: 0 });
+    expect((await f.childQueue.getJob(f.child.id))!.parentKey).toBeUndefined();
+    expect(await child.removeChildDependency()).toBe(false); // no parent any more
+  });
+});
+
 describe('queue.cancelJob of a parent', () => {
   it('waiting for its children: true, failed as cancelled; a child finishing later changes nothing', async () => {
     const f = await family({}, true);

@@ -55,6 +55,8 @@ export interface FlowOperations {
   moveToWaitingChildren(job: JobRun, context: JobContext, token: unknown, opts: WaitingChildrenOptions): Promise<boolean>;
   /** A finish by hand left a child's notice in its queue: deliver it to its parent now (ParentNotices). */
   deliverNotice(context: JobContext, jobId: string): Promise<void>;
+  /** job.removeChildDependency: see removeChildDependency (flows/child-dependency.ts). */
+  removeChildDependency(context: JobContext, jobId: string, parentKey: string | undefined): Promise<boolean>;
 }
 
 /** What a Job needs of its queue to act on itself. */

@@ -311,6 +311,19 @@ export class Job<Data = unknown, Result = unknown> {
     return childrenValues(this.context.client, this.context.keys, this.id) as Promise<Record<string, T>>;
   }
 
+  /**
+   * A child leaves its parent before it finishes (BullMQ's name): its parent forgets it, and starts
+   * if it waited for nothing else. True when it had a parent that still waited for it.
+   */
+  async removeChildDependency(): Promise<boolean> {
+    const removed = await this.context.flowOperations.removeChildDependency(this.context, this.id, this.parentKey);
+    if (removed) {
+      this.parentKey = undefined;
+      this.parent = undefined;
+    }
+    return removed;
+  }
+
   /** The children that failed under ignoreDependencyOnFailure: their failedReason, by child job key (BullMQ's name). */
   async getIgnoredChildrenFailures(): Promise<Record<string, string>> {
     return this.context.client.hgetall(this.context.keys.flow(this.id, 'ignored'));
