@@ -3,7 +3,8 @@
 //
 //   npm run check:model -- --runs 200            200 random sequences, shrinking a failure
 //   npm run check:model -- --minutes 30          as many as fit in 30 minutes
-//   npm run check:model -- --seed S --path P     replays the sequence a failure printed
+//   npm run check:model -- --seed S --path P [--replay R]
+//                                                replays the sequence a failure printed (R: its replayPath)
 //   ... --max-commands 40 --cluster              longer sequences; on a Redis Cluster
 //
 // It runs the same Jest test as npm test, with its budget from the environment.
@@ -18,7 +19,7 @@ const value = (name) => {
   return at >= 0 ? args[at + 1] : undefined;
 };
 const env = { ...process.env, MODEL_SHRINK: '1', MODEL_FIGURES: '1', NODE_OPTIONS: '--experimental-vm-modules' };
-for (const [flag, name] of [['runs', 'MODEL_RUNS'], ['minutes', 'MODEL_MINUTES'], ['seed', 'MODEL_SEED'], ['path', 'MODEL_PATH'], ['max-commands', 'MODEL_MAX_COMMANDS']]) {
+for (const [flag, name] of [['runs', 'MODEL_RUNS'], ['minutes', 'MODEL_MINUTES'], ['seed', 'MODEL_SEED'], ['path', 'MODEL_PATH'], ['replay', 'MODEL_REPLAY'], ['max-commands', 'MODEL_MAX_COMMANDS']]) {
   const given = value(flag);
   if (given !== undefined) env[name] = given;
 }

@@ -12,7 +12,8 @@ import { scanKeys } from './support/redis.js';
 // SETTLE_MS; after obliterate no key of either queue may be left.
 //
 // npm test runs a small budget. The long profile: npm run check:model -- --runs N (or --minutes M);
-// a failure prints its seed and path, and `npm run check:model -- --seed S --path P` replays it.
+// a failure prints its seed and path (and the commands' replayPath), and
+// `npm run check:model -- --seed S --path P [--replay R]` replays it.
 const RUNS = Number(process.env.MODEL_RUNS ?? 6);
 const MAX_COMMANDS = Number(process.env.MODEL_MAX_COMMANDS ?? 25);
 const MINUTES = Number(process.env.MODEL_MINUTES ?? 0);
@@ -47,9 +48,12 @@ async function runSequence(commands: Iterable<fc.AsyncCommand<Model, World>>): P
 
 describe('the model checker', () => {
   it(`holds every invariant over ${MINUTES > 0 ? `${MINUTES} minutes of` : RUNS} random sequences`, async () => {
-    const property = fc.asyncProperty(fc.commands(commandArbitraries(), { maxCommands: MAX_COMMANDS, size: 'max' }), runSequence);
+    const replayPath = process.env.MODEL_REPLAY;
+    const property = fc.asyncProperty(fc.commands(commandArbitraries(), { maxCommands: MAX_COMMANDS, size: 'max', ...(replayPath ? { replayPath } : {}) }), runSequence);
+    // A replay names its run by index: as many runs as reach it.
+    const runs = PATH !== undefined ? Math.max(RUNS, Number(PATH.split(':')[0]) + 1) : RUNS;
     const settings: fc.Parameters<[Iterable<fc.AsyncCommand<Model, World>>]> = {
-      numRuns: MINUTES > 0 ? Number.MAX_SAFE_INTEGER : RUNS,
+      numRuns: MINUTES > 0 ? Number.MAX_SAFE_INTEGER : runs,
       ...(MINUTES > 0 ? { interruptAfterTimeLimit: MINUTES * 60_000, markInterruptAsFailure: false } : {}),
       ...(SEED !== undefined ? { seed: SEED } : {}),
       ...(PATH !== undefined ? { path: PATH } : {}),
