@@ -115,11 +115,12 @@ local function startParent(keys, parentId, parentKey, now, maxEvents)
   emitEvent(keys.events, maxEvents, "waiting", parentId)
 end
 
--- failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents): failParentOnFailure:
+-- failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents, keepCount): failParentOnFailure:
 -- the waiting parent fails, its reason naming the child. A parent that is itself a child leaves
--- its own notice (keys.notices, keys.noticeData), so its parent hears of it.
--- Returns true when it left a notice.
-local function failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents)
+-- its own notice (keys.notices, keys.noticeData), so its parent hears of it, with the policy
+-- noticePolicy gives for its keep count (0: it is removed next, so a parent of its own with no
+-- policy for it lets it go). Returns true when it left a notice.
+local function failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents, keepCount)
   rcall("ZREM", keys.waitingChildren, parentId)
   local failedReason = "child " .. childKey .. " failed: " .. reason
   rcall("HSET", parentKey, "finishedOn", now, "failedReason", failedReason)
@@ -127,7 +128,7 @@ local function failParent(keys, parentId, parentKey, childKey, reason, now, maxE
   emitEvent(keys.events, maxEvents, "failed", parentId, "failedReason", failedReason)
   local link = rcall("HMGET", parentKey, "parentKey", "pfp")
   if not link[1] then return false end
-  writeNotice(keys, parentId, link[1], "failed", failedReason, link[2] or "", now)
+  writeNotice(keys, parentId, link[1], "failed", failedReason, noticePolicy(link[2], "failed", keepCount), now)
   return true
 end
 -- [lua-src/includes/removeFlowJobKeys.lua]

@@ -122,11 +122,12 @@ local function startParent(keys, parentId, parentKey, now, maxEvents)
   emitEvent(keys.events, maxEvents, "waiting", parentId)
 end
 
--- failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents): failParentOnFailure:
+-- failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents, keepCount): failParentOnFailure:
 -- the waiting parent fails, its reason naming the child. A parent that is itself a child leaves
--- its own notice (keys.notices, keys.noticeData), so its parent hears of it.
--- Returns true when it left a notice.
-local function failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents)
+-- its own notice (keys.notices, keys.noticeData), so its parent hears of it, with the policy
+-- noticePolicy gives for its keep count (0: it is removed next, so a parent of its own with no
+-- policy for it lets it go). Returns true when it left a notice.
+local function failParent(keys, parentId, parentKey, childKey, reason, now, maxEvents, keepCount)
   rcall("ZREM", keys.waitingChildren, parentId)
   local failedReason = "child " .. childKey .. " failed: " .. reason
   rcall("HSET", parentKey, "finishedOn", now, "failedReason", failedReason)
@@ -134,7 +135,7 @@ local function failParent(keys, parentId, parentKey, childKey, reason, now, maxE
   emitEvent(keys.events, maxEvents, "failed", parentId, "failedReason", failedReason)
   local link = rcall("HMGET", parentKey, "parentKey", "pfp")
   if not link[1] then return false end
-  writeNotice(keys, parentId, link[1], "failed", failedReason, link[2] or "", now)
+  writeNotice(keys, parentId, link[1], "failed", failedReason, noticePolicy(link[2], "failed", keepCount), now)
   return true
 end
 -- [lua-src/includes/removeJobKeys.lua]
@@ -192,14 +193,18 @@ local codes, noticed = {}, {}
 
 -- A parent failed here keeps to its own removeOnFail (its opts, as the runtime stored them), as a
 -- failure at its finish does: true removes it with its flow keys, a count or { count, age } trims
--- the failed set (trimFinishedFlow, bounded). Its notice to its own parent is written already.
-local function applyRemoveOnFail(parentId, parentKey)
+-- the failed set (trimFinishedFlow, bounded). keepRuleOf reads it before the failure, whose notice
+-- (when the parent is a child too) says whether it is removed.
+local function keepRuleOf(parentKey)
   local ok, opts = pcall(cjson.decode, rcall("HGET", parentKey, "opts") or "{}")
   local rule = ok and type(opts) == "table" and opts.removeOnFail or nil
-  local keepCount, keepAgeMs = -1, 0
-  if rule == true then keepCount = 0
-  elseif type(rule) == "number" then keepCount = rule
-  elseif type(rule) == "table" then keepCount, keepAgeMs = tonumber(rule.count) or -1, (tonumber(rule.age) or 0) * 1000 end
+  if rule == true then return 0, 0 end
+  if type(rule) == "number" then return rule, 0 end
+  if type(rule) == "table" then return tonumber(rule.count) or -1, (tonumber(rule.age) or 0) * 1000 end
+  return -1, 0
+end
+
+local function applyRemoveOnFail(parentId, parentKey, keepCount, keepAgeMs)
   if keepCount == 0 then
     rcall("ZREM", keys.failed, parentId)
     removeFlowJobKeys(parentKey)
@@ -233,8 +238,9 @@ for i = 4, #ARGV, 5 do
         rcall("HSET", parentKey .. ":unsuccessful", childKey, value)
         if policy == "fail" or policy == "continue" then rcall("SREM", deps, childKey) end
         if waiting and policy == "fail" then
-          if failParent(keys, parentId, parentKey, childKey, value, now, maxEvents) then noticed[#noticed + 1] = parentId end
-          applyRemoveOnFail(parentId, parentKey)
+          local keepCount, keepAgeMs = keepRuleOf(parentKey)
+          if failParent(keys, parentId, parentKey, childKey, value, now, maxEvents, keepCount) then noticed[#noticed + 1] = parentId end
+          applyRemoveOnFail(parentId, parentKey, keepCount, keepAgeMs)
           waiting = false
         elseif policy == "fail" and rcall("HEXISTS", parentKey, "cfr") == 0 then
           -- A parent not waiting (running a step, or ready, delayed): marked, it fails when it is

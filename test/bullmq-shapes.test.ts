@@ -171,6 +171,8 @@ describe('queue.removeOrphanedJobs', () => {
     for (const job of [waiting, delayed, prioritized]) expect(await q.getJob(job.id)).toBeDefined();
     expect(await q.getJobSchedulersCount()).toBe(1);
     expect(await q.getDeduplicationJobId('d')).toBe(waiting.id);
+    await q.client.set(q.toKey('not-a-hash'), 'x'); // a key of another type under the queue's prefix: judged, not a WRONGTYPE
+    expect(await q.removeOrphanedJobs()).toBe(0);
     await expect(q.removeOrphanedJobs(0)).rejects.toMatchObject({ field: 'count' });
   });
 });

@@ -46,4 +46,14 @@ describe('a keep rule lowered on a set far over it', () => {
     await eventually(async () => (await client.zcard(q.keys.failed)) === 1, 10_000, 'only the new failure left');
     expect(await client.zrange(q.keys.failed, '0', '-1')).toEqual([job.id]);
   });
+
+  it('a count of 0 beside an age removes the job at its finish and trims nothing else', async () => {
+    const q = queue(uniqueQueueName('trim'));
+    await finishedBefore(q, 'completed', 50, 3_600_000);
+    worker(q.name, async () => 'done', { stalledInterval: 300 });
+    const job = await q.add('new', {}, { removeOnComplete: { count: 0, age: 60 } });
+    await eventually(async () => (await client.exists(q.keys.job(job.id))) === 0, 5000, 'the job removed at its finish');
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // a few sweeps
+    expect(await client.zcard(q.keys.completed)).toBe(50);
+  });
 });

@@ -135,6 +135,25 @@ describe('a parent failed by a failParentOnFailure child keeps to its own remove
   }
 });
 
+describe('a parent failed by a child and removed by its removeOnFail, itself a child with no policy', () => {
+  it('tells its own parent it is gone (policy remove): the grandparent goes on at once', async () => {
+    const [top, middle, leaves] = [uniqueQueueName('top'), uniqueQueueName('middle'), uniqueQueueName('leaves')];
+    const tree = await producer().add({
+      name: 'top', queueName: top,
+      children: [{
+        name: 'middle', queueName: middle, opts: { removeOnFail: true },
+        children: [{ name: 'leaf', queueName: leaves, opts: { failParentOnFailure: true, delay: 60_000 } }],
+      }],
+    });
+    queue(top);
+    const middleQueue = queue(middle);
+    const leafQueue = queue(leaves);
+    expect(await leafQueue.cancelJob(tree.children![0].children![0].job.id)).toBe(true);
+    await eventually(async () => (await middleQueue.getJob(tree.children![0].job.id)) === undefined, AT_ONCE_MS, 'the middle parent removed');
+    await stateWithin(tree.job, 'waiting');
+  });
+});
+
 describe('job.removeChildDependency', () => {
   it('the last child leaves: its parent forgets it and goes on; the child runs on, telling no parent', async () => {
     const f = await family({ delay: 60_000 });
@@ -145,6 +164,15 @@ describe('job.removeChildDependency', () => {
     expect(await f.parent.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, failed: 0, ignored: 0 });
     expect((await f.childQueue.getJob(f.child.id))!.parentKey).toBeUndefined();
     expect(await child.removeChildDependency()).toBe(false); // no parent any more
+  });
+
+  it('a child its parent no longer waits for (completed and settled): false, and its link stays', async () => {
+    const f = await family({});
+    worker(f.children, async () => 'v');
+    await eventually(async () => (await f.parent.getDependenciesCount()).processed === 1, AT_ONCE_MS, 'settled');
+    const child = (await f.childQueue.getJob(f.child.id))!;
+    expect(await child.removeChildDependency()).toBe(false);
+    expect((await f.childQueue.getJob(f.child.id))!.parentKey).toBe(f.parentQueue.keys.job(f.parent.id));
   });
 });
 

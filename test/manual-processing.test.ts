@@ -84,4 +84,20 @@ describe('a Worker without a processor', () => {
     await eventually(async () => (await job.getState()) === 'waiting', 5000, 'given back');
     await expect(job.moveToCompleted('late', 't1')).rejects.toMatchObject({ code: -2 });
   });
+
+  it('a job marked cancelled is failed as cancelled, not handed out; a parent failed by a child fails instead of completing', async () => {
+    const q = queue(uniqueQueueName('manual'));
+    const worker = manualWorker(q.name);
+    const marked = await q.add('m', {});
+    await q.client.hset(q.keys.job(marked.id), 'cxl', 'stop'); // as a job marked while active, given back by the sweep
+    expect(await worker.getNextJob('t', { block: false })).toBeUndefined();
+    expect((await q.getJob(marked.id))!.failedReason).toBe(`job ${marked.id} was cancelled: stop`);
+    const parent = await q.add('p', {});
+    const taken = (await worker.getNextJob('t2', { block: false }))!;
+    expect(taken.id).toBe(parent.id);
+    await q.client.hset(q.keys.job(parent.id), 'cfr', 'child emq:{c}:1 failed: broke'); // a child failed while it was held
+    await taken.moveToCompleted('done', 't2');
+    const read = (await q.getJob(parent.id))!;
+    expect([await read.getState(), read.failedReason]).toEqual(['failed', 'child emq:{c}:1 failed: broke']);
+  });
 });

@@ -78,7 +78,7 @@ describe('a bad processor file is refused before anything is opened or written',
   const cases: Array<[string, unknown, object, string, RegExp]> = [
     ['a missing file', fileURLToPath(new URL('missing.mjs', FIXTURES)), {}, 'processorFile', /cannot read .*missing\.mjs: ENOENT/],
     ['a number', 42, {}, 'processorFile', /must be a function .* or the absolute path or file: URL .* got 42/],
-    ['null', null, {}, 'processorFile', /got null/],
+    // null is no processor at all: a worker that takes its jobs by hand (test/manual-processing.test.ts).
     ['an empty string', '', {}, 'processorFile', /got ""/],
     ['a relative path', './test/fixtures/sandbox/processor.mjs', {}, 'processorFile', /is relative; give an absolute path/],
     ['an http URL', new URL('https://example.com/processor.mjs'), {}, 'processorFile', /https: URLs are not files/],

@@ -4,7 +4,7 @@ const KEYS = [k('wait'), k('paused'), k('active'), k('prioritized'), k('delayed'
 
 export default {
   script: 'removeOrphanedJobs-8.lua',
-  about: 'One batch of queue.removeOrphanedJobs (docs/protocol.md): KEYS wait, paused, active, prioritized, delayed, completed, failed, waiting-children; ARGV job-key prefix, then candidate ids. A candidate whose key is a job hash (data and timestamp), without a lock, held by none of the eight structures (ZSCORE; LPOS within 10,000 entries from each end of a list) is deleted with its logs, lock, flow keys and a simple-mode deduplication key naming it. Returns how many were deleted.',
+  about: 'One batch of queue.removeOrphanedJobs (docs/protocol.md): KEYS wait, paused, active, prioritized, delayed, completed, failed, waiting-children; ARGV job-key prefix, then candidate ids. A candidate whose key is a job hash (data and timestamp), without a lock, held by none of the eight structures (ZSCORE; LPOS within 1,000 entries from each end of a list of at most 2,000) is deleted with its logs, lock, flow keys and a simple-mode deduplication key naming it. Returns how many were deleted.',
   cases: [
     {
       name: 'an orphan goes with its logs, flow keys and deduplication key; jobs in wait, delayed and completed, a locked hash and a scheduler hash stay: 1',

@@ -3,7 +3,7 @@ import { describe } from '../../protocol/names.js';
 import type { Finish } from '../../protocol/script-shapes.js';
 import { backoffDelay, keepRule, type JobOptions } from '../core/job-options.js';
 import { toJson } from '../core/serialize.js';
-import { isUnrecoverableError } from '../core/unrecoverable-error.js';
+import { isUnrecoverableError, UnrecoverableError } from '../core/unrecoverable-error.js';
 import type { JobContext } from './job-context.js';
 
 // The moves of a job taken by hand (worker.getNextJob(token): BullMQ's "manually processing
@@ -30,6 +30,9 @@ export interface HandJob {
 /** BullMQ's job.moveToCompleted(returnValue, token): completed, kept or removed by its removeOnComplete. */
 export async function completeByHand(job: HandJob, context: JobContext, returnValue: unknown, token: unknown): Promise<void> {
   assertToken(token);
+  // A parent a failParentOnFailure child failed while it was held does not complete: it fails, as a worker's would.
+  const childFailed = await context.client.hget(context.keys.job(job.id), 'cfr');
+  if (childFailed !== null) return failByHand(job, context, new UnrecoverableError(childFailed), token);
   const value = toJson(returnValue ?? null, 'returnValue');
   const [keepCount, keepAgeMs] = keepRule(job.opts.removeOnComplete);
   const now = Date.now();

@@ -101,7 +101,10 @@ export class QueueJobControl {
     if (outcome === 'marked' && found.part !== first) await first.client.hincrby(first.keys.meta, CANCELS_FIELD, 1);
     // A child of a flow failed here: its parent hears now, as from a worker's finish, not from a
     // sweep 10 to 40 s later. Undelivered (Redis failed meanwhile), the notice waits for the sweep.
-    if (outcome === 'failed-notice') await found.part.context.flowOperations.deliverNotice(found.part.context, jobId);
+    if (outcome === 'failed-notice') {
+      // The job is failed: a delivery that fails now does not undo that; the notice waits in Redis for the sweep.
+      await found.part.context.flowOperations.deliverNotice(found.part.context, jobId).catch(() => undefined);
+    }
     return outcome === 'failed' || outcome === 'failed-notice' || outcome === 'marked';
   }
 

@@ -18,9 +18,12 @@ export class FinishedTrim {
 
   constructor(private readonly scripts: Pick<AdminScripts, 'trimFinished'>) {}
 
-  /** A finish with this keep rule landed in `state`'s set. */
+  /**
+   * A finish with this keep rule landed in `state`'s set. A count of 0 removed the job at its
+   * finish and trims nothing (an age beside it applies to nothing): it is not a rule for the set.
+   */
   note(state: FinishedState, keepCount: number, keepAgeMs: number): void {
-    if (keepCount > 0 || keepAgeMs > 0) this.rules.set(state, [keepCount, keepAgeMs]);
+    if (keepCount > 0 || (keepCount < 0 && keepAgeMs > 0)) this.rules.set(state, [keepCount, keepAgeMs]);
   }
 
   /** One pass: each rule noted since the last one, applied in bounded calls. */
@@ -30,9 +33,15 @@ export class FinishedTrim {
     const until = Date.now() + PASS_BUDGET_MS;
     for (const [state, [keepCount, keepAgeMs]] of rules) {
       let over = 0;
-      do {
-        over = await this.scripts.trimFinished(state, keepCount, keepAgeMs, Date.now());
-      } while (over > 0 && Date.now() < until);
+      try {
+        do {
+          over = await this.scripts.trimFinished(state, keepCount, keepAgeMs, Date.now());
+        } while (over > 0 && Date.now() < until);
+      } catch (error) {
+        // Kept for the next pass (an idle queue would never note it again), then reported by the sweep.
+        if (!this.rules.has(state)) this.rules.set(state, [keepCount, keepAgeMs]);
+        throw error;
+      }
       // Still over when the pass ran out: the next pass goes on, unless a finish noted a newer rule.
       if (over > 0 && !this.rules.has(state)) this.rules.set(state, [keepCount, keepAgeMs]);
     }

@@ -14,7 +14,8 @@ import { evictionPolicyWarning } from '../core/redis-health.js';
 import { RunSlots } from './run-slots.js';
 import { Sleeper } from '../core/sleeper.js';
 import { WorkerLane } from './worker-lane.js';
-import { Job } from '../job/job.js';
+import type { Job } from '../job/job.js';
+import { takeByHand } from './manual-pickup.js';
 import { EchoMQOptionError } from '../../protocol/errors.js';
 import { describe } from '../../protocol/names.js';
 import { laneOwnerOf } from './lane-owner.js';
@@ -95,10 +96,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     const { concurrency, prefetch, partitions, telemetry, lockRenewTime } = this.options;
     const holds = concurrency + prefetch;
     if (prefetch > 0) this.slots = new RunSlots(concurrency);
-    if (typeof processor === 'string' || processor instanceof URL) {
+    if (!this.manual && typeof processor !== 'function') {
       // Under the empty context (with a telemetry that has one): the pool starts its sandboxes in
       // the context it was made in, which their threads or processes then keep for their lives.
-      this.sandbox = underRootContext(telemetry, () => SandboxPool.open(processor, opts, {
+      this.sandbox = underRootContext(telemetry, () => SandboxPool.open(processor as string | URL, opts, {
         concurrency,
         report: (error) => this.reportError(error),
         rateLimit: (ms) => this.rateLimit(ms),
@@ -213,18 +214,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
    * lock held for lockDuration and not renewed (job.extendLock renews it); release it with
    * job.moveToCompleted, moveToFailed or moveToWait and the same token. With `block` (the default)
    * it waits up to drainDelay for one when none is ready. Undefined when there is none, or once
-   * the worker closes.
+   * the worker closes. A job a worker would not run (cancelled, failed by a child, a skipped
+   * scheduler slot) ends as it would there and is not handed out (manual-pickup.ts).
    */
   async getNextJob(token: string, opts: { block?: boolean } = {}): Promise<Job<Data, Result> | undefined> {
     if (typeof token !== 'string' || token.length === 0) throw new EchoMQOptionError('token', `must be a non-empty string, got ${describe(token)}`);
     if (this.state === 'closing' || this.state === 'closed') return undefined;
-    let { lane, pickup } = await this.source.fetch(token);
-    if (!pickup.job && opts.block !== false) {
-      await this.source.waitForWork();
-      ({ lane, pickup } = await this.source.fetch(token));
-    }
-    return pickup.job ? Job.fromHash<Data, Result>(lane.context, pickup.job.id, pickup.job.fields) : undefined;
+    return takeByHand<Data, Result>(this.source, token, opts.block !== false);
   }
+
 
   /** Starts the stalled sweep of a worker without a processor (BullMQ's name); a running worker has it already. */
   startStalledCheckTimer(): void {
