@@ -232,7 +232,7 @@ describe('job schedulers in a Nest app', () => {
       ['schedulers[0].repeat.cron', [{ id: 'cron', repeat: { cron: '* * * * *' } }]],
       ['schedulers[0].template.opts.jobId', [{ id: 'fixed', repeat: { every: 1000 }, template: { opts: { jobId: 'x' } } }]],
       ['schedulers[0].repeat.endDate', [{ id: 'backwards', repeat: { every: 1000, startDate: Date.now() + 60_000, endDate: Date.now() + 30_000 } }]],
-      ['schedulers[0].id', [{ id: 'a:b', repeat: { every: 1000 } }]],
+      ['schedulers[0].id', [{ id: 'a:1', repeat: { every: 1000 } }]],
       ['schedulers[1].id', [good, good]],
       ['schedulers[0]', ['nightly']],
       ['schedulers', { id: 'not-a-list' }],
