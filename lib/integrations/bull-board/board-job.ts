@@ -1,12 +1,10 @@
 import type { JobRetryStatus, JobState as BoardJobState, QueueJob, QueueJobJson } from '@bull-board/api/typings/app';
 import type { Job } from '../../runtime/job/job.js';
-import { statusOfState } from './statuses.js';
 
 /**
  * A Job as bull-board handles it (its QueueJob): the board calls these methods itself (job detail,
  * retry, promote, remove, edit data, delay and priority) and reads toJSON(). A wrapper rather than
- * the Job, because the board's names differ from ours in two places: the state `waiting` (our
- * `wait`), and toJSON's fields, which the board reads as BullMQ writes them.
+ * the Job, because the board reads toJSON's fields as BullMQ writes them.
  */
 export class BoardJob implements QueueJob {
   constructor(
@@ -35,8 +33,9 @@ export class BoardJob implements QueueJob {
     return this.job.opts as QueueJob['opts'];
   }
 
-  async getState(): Promise<BoardJobState> {
-    return statusOfState(await this.job.getState());
+  /** job.getState() answers BullMQ's names, which are the board's. */
+  getState(): Promise<BoardJobState> {
+    return this.job.getState();
   }
 
   promote(): Promise<void> {

@@ -1,5 +1,4 @@
 import type { JobState } from '../../protocol/keys.js';
-import type { JobStatus } from '../../runtime/job/job-state.js';
 
 /** bull-board's status names (its STATUSES, less `latest`): BullMQ's, where our `wait` is `waiting`. */
 export type BoardStatus = 'active' | 'waiting' | 'waiting-children' | 'prioritized' | 'completed' | 'failed' | 'delayed' | 'paused';
@@ -23,7 +22,3 @@ export function stateOfStatus(status: string): JobState | undefined {
   return TO_STATE.get(status) ?? (status === 'wait' ? 'wait' : undefined);
 }
 
-/** The board's name for a job's state, as job.getState() answers it: the same names (BullMQ's). */
-export function statusOfState(state: JobStatus): BoardStatus | 'unknown' {
-  return state;
-}

@@ -32,7 +32,9 @@ export async function removeOrphanedJobs(client: RedisClient, parts: readonly Qu
       const part = byBase.get(baseOf(key))!;
       const id = key.slice(part.keys.base.length);
       if (NOT_A_JOB.has(id as never) || JOB_SUB_KEY.test(id) || OTHER_KEYS.test(id)) continue;
-      candidates.set(part, [...(candidates.get(part) ?? []), id]);
+      const ids = candidates.get(part);
+      if (ids) ids.push(id);
+      else candidates.set(part, [id]);
     }
     for (const [part, ids] of candidates) {
       for (let i = 0; i < ids.length;) {
